@@ -1,0 +1,276 @@
+// Package dedupe stores received events exactly once per (source, event id).
+//
+// The UNIQUE (source, event_id) constraint of the events table decides
+// whether an event is new, inside the same transaction that stores it and its
+// queue rows, so concurrent copies of one event cannot both pass.
+package dedupe
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"hookbox/store"
+)
+
+// ErrNotFound is returned by Get for an unknown event.
+var ErrNotFound = errors.New("event not found")
+
+// Event is one received webhook.
+type Event struct {
+	ID          int64 // row id, set by Ingest
+	Source      string
+	EventID     string // the provider's id: the dedupe key within Source
+	Type        string
+	ReceivedAt  time.Time
+	ContentType string
+	Headers     http.Header
+	Body        []byte
+}
+
+// Result says what Ingest did.
+type Result struct {
+	ID        int64 // row id of the stored (or earlier) event
+	Duplicate bool  // the (source, event id) was already stored
+	Conflict  bool  // a duplicate whose body differs from the stored one
+	Revived   int64 // dead deliveries put back to pending by this redelivery
+}
+
+// Store writes and reads events.
+type Store struct {
+	db *store.DB
+
+	// OnNew runs in the ingest transaction after a new event row is written,
+	// to add its queue rows. An error rolls back the event too.
+	OnNew func(tx *sql.Tx, ev *Event) error
+	// OnDuplicate runs in the ingest transaction for a redelivery; it returns
+	// how many dead deliveries it revived.
+	OnDuplicate func(tx *sql.Tx, id int64, now time.Time) (int64, error)
+}
+
+// New returns a Store on db.
+func New(db *store.DB) *Store { return &Store{db: db} }
+
+// Ingest stores ev, or records it as a redelivery, and returns once the
+// transaction is durable. An error means nothing was written.
+func (s *Store) Ingest(ctx context.Context, ev *Event) (Result, error) {
+	var res Result
+	err := s.db.Write(ctx, func(tx *sql.Tx) error {
+		var err error
+		res, err = s.IngestTx(ctx, tx, ev)
+		return err
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+// IngestTx is Ingest inside the caller's transaction.
+func (s *Store) IngestTx(ctx context.Context, tx *sql.Tx, ev *Event) (Result, error) {
+	headers, err := json.Marshal(ev.Headers)
+	if err != nil {
+		return Result{}, fmt.Errorf("encode headers: %w", err)
+	}
+	body := ev.Body
+	if body == nil {
+		body = []byte{} // NULL means swept; an empty body is still a body
+	}
+	now := ev.ReceivedAt.UnixMilli()
+	var id int64
+	err = tx.QueryRowContext(ctx, `INSERT INTO events (source, event_id, type, received_at, content_type, headers, body, body_size)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (source, event_id) DO NOTHING RETURNING id`,
+		ev.Source, ev.EventID, ev.Type, now, ev.ContentType, headers, body, len(body)).Scan(&id)
+	switch {
+	case err == nil:
+		ev.ID = id
+		if s.OnNew != nil {
+			if err := s.OnNew(tx, ev); err != nil {
+				return Result{}, fmt.Errorf("enqueue event %d: %w", id, err)
+			}
+		}
+		return Result{ID: id}, nil
+	case errors.Is(err, sql.ErrNoRows):
+		// Already stored: the constraint, not a prior SELECT, decided.
+	default:
+		return Result{}, fmt.Errorf("insert event: %w", err)
+	}
+
+	var conflict int64
+	err = tx.QueryRowContext(ctx, `UPDATE events SET redeliveries = redeliveries + 1, last_seen_at = ?,
+		conflicts = conflicts + (body IS NOT NULL AND body != ?)
+		WHERE source = ? AND event_id = ?
+		RETURNING id, (body IS NOT NULL AND body != ?)`,
+		now, body, ev.Source, ev.EventID, body).Scan(&id, &conflict)
+	if err != nil {
+		return Result{}, fmt.Errorf("record redelivery: %w", err)
+	}
+	ev.ID = id
+	res := Result{ID: id, Duplicate: true, Conflict: conflict == 1}
+	if s.OnDuplicate != nil {
+		if res.Revived, err = s.OnDuplicate(tx, id, ev.ReceivedAt); err != nil {
+			return Result{}, fmt.Errorf("revive event %d: %w", id, err)
+		}
+	}
+	return res, nil
+}
+
+// Stored is an event as read back, with its bookkeeping.
+type Stored struct {
+	Event
+	Redeliveries int64
+	LastSeenAt   time.Time // zero if never redelivered
+	Conflicts    int64
+	BodySize     int64
+	Swept        bool // body and headers were dropped by retention
+}
+
+// Filter selects events for List.
+type Filter struct {
+	Source string
+	// Status keeps events with at least one delivery in this status
+	// (pending, running, retrying, done, dead, skipped).
+	Status string
+	Since  time.Time
+	Until  time.Time
+	Limit  int
+}
+
+// List returns events newest first, without bodies.
+func (s *Store) List(ctx context.Context, f Filter) ([]Stored, error) {
+	q := `SELECT id, source, event_id, type, received_at, content_type, redeliveries, last_seen_at, conflicts, body_size, swept_at
+		FROM events e WHERE 1=1`
+	var args []any
+	if f.Source != "" {
+		q += ` AND source = ?`
+		args = append(args, f.Source)
+	}
+	if f.Status != "" {
+		q += ` AND EXISTS (SELECT 1 FROM deliveries d WHERE d.event = e.id AND d.status = ?)`
+		args = append(args, f.Status)
+	}
+	if !f.Since.IsZero() {
+		q += ` AND received_at >= ?`
+		args = append(args, f.Since.UnixMilli())
+	}
+	if !f.Until.IsZero() {
+		q += ` AND received_at < ?`
+		args = append(args, f.Until.UnixMilli())
+	}
+	q += ` ORDER BY id DESC`
+	if f.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, f.Limit)
+	}
+	rows, err := s.db.Reader().QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	defer rows.Close()
+	var out []Stored
+	for rows.Next() {
+		var e Stored
+		var recv int64
+		var last, swept sql.NullInt64
+		if err := rows.Scan(&e.ID, &e.Source, &e.EventID, &e.Type, &recv, &e.ContentType,
+			&e.Redeliveries, &last, &e.Conflicts, &e.BodySize, &swept); err != nil {
+			return nil, fmt.Errorf("list events: %w", err)
+		}
+		e.ReceivedAt = time.UnixMilli(recv).UTC()
+		if last.Valid {
+			e.LastSeenAt = time.UnixMilli(last.Int64).UTC()
+		}
+		e.Swept = swept.Valid
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	return out, nil
+}
+
+// Get returns one event with its headers and body. It returns ErrNotFound
+// for an unknown id.
+func (s *Store) Get(ctx context.Context, id int64) (Stored, error) {
+	var e Stored
+	var recv int64
+	var last, swept sql.NullInt64
+	var headers, body []byte
+	err := s.db.Reader().QueryRowContext(ctx, `SELECT id, source, event_id, type, received_at, content_type, headers, body,
+		redeliveries, last_seen_at, conflicts, body_size, swept_at FROM events WHERE id = ?`, id).Scan(
+		&e.ID, &e.Source, &e.EventID, &e.Type, &recv, &e.ContentType, &headers, &body,
+		&e.Redeliveries, &last, &e.Conflicts, &e.BodySize, &swept)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Stored{}, fmt.Errorf("event %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Stored{}, fmt.Errorf("get event %d: %w", id, err)
+	}
+	e.ReceivedAt = time.UnixMilli(recv).UTC()
+	if last.Valid {
+		e.LastSeenAt = time.UnixMilli(last.Int64).UTC()
+	}
+	e.Swept = swept.Valid
+	e.Body = body
+	if len(headers) > 0 {
+		if err := json.Unmarshal(headers, &e.Headers); err != nil {
+			return Stored{}, fmt.Errorf("get event %d: decode headers: %w", id, err)
+		}
+	}
+	return e, nil
+}
+
+// Sweep drops bodies and headers of events received before payloadsBefore
+// whose deliveries are all finished, and deletes events (their dedupe keys)
+// received before keysBefore. It works in batches of batch rows and returns
+// how many events it swept and deleted.
+func (s *Store) Sweep(ctx context.Context, payloadsBefore, keysBefore time.Time, batch int) (swept, deleted int64, err error) {
+	now := time.Now().UnixMilli()
+	for {
+		var n int64
+		err := s.db.Write(ctx, func(tx *sql.Tx) error {
+			r, err := tx.ExecContext(ctx, `UPDATE events SET body = NULL, headers = NULL, swept_at = ?
+				WHERE id IN (SELECT id FROM events e WHERE received_at < ? AND swept_at IS NULL
+					AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event = e.id AND d.status IN ('pending','running','retrying','dead'))
+					LIMIT ?)`, now, payloadsBefore.UnixMilli(), batch)
+			if err != nil {
+				return err
+			}
+			n, err = r.RowsAffected()
+			return err
+		})
+		if err != nil {
+			return swept, deleted, fmt.Errorf("sweep payloads: %w", err)
+		}
+		swept += n
+		if n < int64(batch) {
+			break
+		}
+	}
+	for {
+		var n int64
+		err := s.db.Write(ctx, func(tx *sql.Tx) error {
+			r, err := tx.ExecContext(ctx, `DELETE FROM events WHERE id IN (SELECT id FROM events e WHERE received_at < ?
+				AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event = e.id AND d.status IN ('pending','running','retrying'))
+				LIMIT ?)`, keysBefore.UnixMilli(), batch)
+			if err != nil {
+				return err
+			}
+			n, err = r.RowsAffected()
+			return err
+		})
+		if err != nil {
+			return swept, deleted, fmt.Errorf("sweep dedupe keys: %w", err)
+		}
+		deleted += n
+		if n < int64(batch) {
+			break
+		}
+	}
+	return swept, deleted, nil
+}

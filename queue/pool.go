@@ -1,0 +1,366 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Handler runs one attempt of a job at one target.
+type Handler interface {
+	Handle(ctx context.Context, j *Job) Outcome
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, j *Job) Outcome
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, j *Job) Outcome { return f(ctx, j) }
+
+// Outcome is what a handler reports. Err nil means success.
+type Outcome struct {
+	Err        error
+	RetryAfter time.Duration // the target asked to wait at least this long
+	HTTPStatus int
+	ExitCode   *int
+	Output     string
+}
+
+// Target is one configured destination.
+type Target struct {
+	Name        string
+	MaxAttempts int
+	Handler     Handler
+}
+
+// Retry computes the wait before attempt n+1 after n failed attempts.
+type Retry struct {
+	Backoff    time.Duration
+	MaxBackoff time.Duration
+	// Jitter returns a factor in [0.8, 1.2); nil uses math/rand.
+	Jitter func() float64
+}
+
+// Delay is Backoff·2^(n−1) with ±20% jitter, capped at MaxBackoff.
+func (r Retry) Delay(n int) time.Duration {
+	if n < 1 {
+		n = 1
+	}
+	d := r.Backoff
+	for i := 1; i < n && d < r.MaxBackoff; i++ {
+		d *= 2
+	}
+	if d > r.MaxBackoff {
+		d = r.MaxBackoff
+	}
+	j := 0.8 + 0.4*rand.Float64()
+	if r.Jitter != nil {
+		j = r.Jitter()
+	}
+	d = time.Duration(float64(d) * j)
+	if d > r.MaxBackoff {
+		d = r.MaxBackoff
+	}
+	return d
+}
+
+// PoolConfig configures a Pool.
+type PoolConfig struct {
+	Workers     int
+	MaxAttempts int
+	Lease       time.Duration
+	// Grace is how long running attempts may finish once Stop is called
+	// before their contexts are cancelled and they are released.
+	Grace   time.Duration
+	Retry   Retry
+	Targets []Target
+	// Alerting says whether dead deliveries queue an alert.
+	Alerting bool
+	// OnDead is called after a delivery went dead (to wake the alerter).
+	OnDead func()
+	// OnDone is called after a delivery succeeded, with its receive time.
+	OnDone func(receivedAt time.Time)
+	Now    func() time.Time
+	Logger zerolog.Logger
+}
+
+// Pool claims due deliveries and runs them on a fixed number of workers.
+type Pool struct {
+	q       *Queue
+	cfg     PoolConfig
+	targets map[string]Target
+	log     zerolog.Logger
+
+	wake  chan struct{}
+	slots chan struct{}
+	jobs  chan *Job
+
+	stopClaim context.CancelFunc
+	stopRun   context.CancelFunc
+	runCtx    context.Context
+	wg        sync.WaitGroup
+	dispatch  sync.WaitGroup
+	stopOnce  sync.Once
+}
+
+// NewPool returns a pool over q. Call Start, then Stop.
+func NewPool(q *Queue, cfg PoolConfig) *Pool {
+	if cfg.Workers <= 0 {
+		cfg.Workers = 1
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	p := &Pool{
+		q:       q,
+		cfg:     cfg,
+		targets: make(map[string]Target, len(cfg.Targets)),
+		log:     cfg.Logger,
+		wake:    make(chan struct{}, 1),
+		slots:   make(chan struct{}, cfg.Workers),
+		jobs:    make(chan *Job, cfg.Workers),
+	}
+	for _, t := range cfg.Targets {
+		p.targets[t.Name] = t
+	}
+	return p
+}
+
+// Notify tells the pool new work may be due. It never blocks.
+func (p *Pool) Notify() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Start recovers deliveries left running by a previous process and starts
+// the dispatcher and workers.
+func (p *Pool) Start(ctx context.Context) error {
+	if n, err := p.q.Recover(ctx, p.cfg.Now()); err != nil {
+		return err
+	} else if n > 0 {
+		p.log.Warn().Int64("deliveries", n).Msg("retrying deliveries interrupted by the previous stop")
+	}
+	claimCtx, stopClaim := context.WithCancel(context.WithoutCancel(ctx))
+	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
+	p.stopClaim, p.stopRun, p.runCtx = stopClaim, stopRun, runCtx
+	for range p.cfg.Workers {
+		p.wg.Add(1)
+		go p.worker()
+	}
+	p.dispatch.Add(1)
+	go p.dispatcher(claimCtx)
+	return nil
+}
+
+// Stop stops claiming, lets running attempts finish within the grace period,
+// then cancels the rest, which are released to run at the next start.
+func (p *Pool) Stop() {
+	p.stopOnce.Do(func() {
+		if p.stopClaim == nil {
+			return
+		}
+		p.stopClaim()
+		p.dispatch.Wait()
+		close(p.jobs)
+		done := make(chan struct{})
+		go func() { p.wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(p.cfg.Grace):
+			p.log.Warn().Dur("grace", p.cfg.Grace).Msg("attempts still running after the grace period: cancelling and releasing them")
+			p.stopRun()
+			<-done
+		}
+		p.stopRun()
+	})
+}
+
+func (p *Pool) dispatcher(ctx context.Context) {
+	defer p.dispatch.Done()
+	const maxClaim = 64
+	for {
+		// Wait for one free worker, then take every other free one.
+		select {
+		case p.slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		n := 1
+	more:
+		for n < maxClaim {
+			select {
+			case p.slots <- struct{}{}:
+				n++
+			default:
+				break more
+			}
+		}
+		jobs, err := p.q.Claim(ctx, n, p.cfg.Lease, p.cfg.Now())
+		if err != nil && ctx.Err() == nil {
+			p.log.Error().Err(err).Msg("claim failed; retrying in 1s")
+		}
+		for _, j := range jobs {
+			p.jobs <- j
+		}
+		for range n - len(jobs) {
+			<-p.slots
+		}
+		if err != nil {
+			if !sleep(ctx, time.Second) {
+				return
+			}
+			continue
+		}
+		if len(jobs) == n {
+			continue // there may be more due work
+		}
+		if !p.waitForWork(ctx) {
+			return
+		}
+	}
+}
+
+// waitForWork sleeps until woken, until the next delivery is due, or at most
+// a second (a safety net for work added by another process, e.g. a replay).
+func (p *Pool) waitForWork(ctx context.Context) bool {
+	wait := time.Second
+	if at, ok, err := p.q.NextDue(ctx); err == nil && ok {
+		if d := at.Sub(p.cfg.Now()); d < wait {
+			wait = max(d, time.Millisecond)
+		}
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-p.wake:
+		return true
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (p *Pool) worker() {
+	defer p.wg.Done()
+	for j := range p.jobs {
+		p.run(j)
+		<-p.slots
+	}
+}
+
+func (p *Pool) run(j *Job) {
+	log := p.log.With().Int64("event", j.Event).Str("source", j.Source).Str("event_id", j.EventID).
+		Str("target", j.Target).Int("attempt", j.Attempt).Logger()
+	start := p.cfg.Now()
+	out := p.call(j)
+	now := p.cfg.Now()
+	f := Finish{Attempt: Attempt{
+		Number:     j.Attempt,
+		StartedAt:  start,
+		Duration:   now.Sub(start),
+		Outcome:    "ok",
+		HTTPStatus: out.HTTPStatus,
+		ExitCode:   out.ExitCode,
+		Output:     out.Output,
+	}}
+	if out.Err != nil {
+		f.Attempt.Outcome = "failed"
+		f.Attempt.Error = out.Err.Error()
+		switch {
+		case p.runCtx.Err() != nil:
+			// Cancelled by shutdown: not the target's fault.
+			f.Release = true
+			f.Attempt.Outcome = "interrupted"
+			f.Attempt.Error = "interrupted by shutdown: " + f.Attempt.Error
+		case j.Attempt >= p.maxAttempts(j.Target):
+			f.Dead = true
+			f.AlertDue = p.cfg.Alerting
+		default:
+			delay := p.cfg.Retry.Delay(j.Attempt)
+			if out.RetryAfter > delay {
+				delay = out.RetryAfter
+			}
+			f.Next = now.Add(delay)
+		}
+	}
+	// The final write must survive shutdown: it is what keeps a success
+	// from being run again, and a failure from being lost.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(p.runCtx), 10*time.Second)
+	defer cancel()
+	err := p.q.Complete(ctx, j, f, now)
+	switch {
+	case errors.Is(err, ErrStale):
+		log.Warn().Msg("lease was taken over while the attempt ran; its result was not applied")
+		return
+	case err != nil:
+		// The lease will expire and the delivery will run again.
+		log.Error().Err(err).Msg("could not record attempt")
+		return
+	}
+	switch {
+	case out.Err == nil:
+		log.Debug().Dur("took", f.Attempt.Duration).Msg("delivered")
+		if p.cfg.OnDone != nil {
+			p.cfg.OnDone(j.ReceivedAt)
+		}
+	case f.Release:
+		log.Info().Msg("attempt interrupted by shutdown; released")
+	case f.Dead:
+		log.Error().Str("error", f.Attempt.Error).Msg("delivery is dead")
+		if p.cfg.OnDead != nil {
+			p.cfg.OnDead()
+		}
+	default:
+		log.Warn().Str("error", f.Attempt.Error).Time("retry_at", f.Next).Msg("attempt failed")
+		p.Notify()
+	}
+}
+
+// call runs the handler under recover, so a bug in one target cannot take
+// the worker down.
+func (p *Pool) call(j *Job) (out Outcome) {
+	t, ok := p.targets[j.Target]
+	if !ok {
+		return Outcome{Err: fmt.Errorf("target %q is no longer configured", j.Target)}
+	}
+	if j.Swept {
+		return Outcome{Err: errors.New("payload was removed by retention")}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			p.log.Error().Interface("panic", r).Bytes("stack", debug.Stack()).Msg("handler panicked")
+			out = Outcome{Err: fmt.Errorf("handler panicked: %v", r)}
+		}
+	}()
+	return t.Handler.Handle(p.runCtx, j)
+}
+
+func (p *Pool) maxAttempts(target string) int {
+	if t, ok := p.targets[target]; ok && t.MaxAttempts > 0 {
+		return t.MaxAttempts
+	}
+	if p.cfg.MaxAttempts > 0 {
+		return p.cfg.MaxAttempts
+	}
+	return 1
+}

@@ -1,0 +1,319 @@
+// Package queue keeps the delivery queue: one row per (event, target), claimed
+// by workers under a lease, retried with backoff, and dead-lettered at the
+// attempt limit.
+//
+// A claim sets a fresh lease token; a completion is written only where the
+// token still matches, so a worker whose lease expired and was taken over
+// cannot overwrite the newer attempt (fencing).
+package queue
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"hookbox/store"
+)
+
+// Delivery statuses, as stored and shown.
+const (
+	Pending  = "pending"
+	Running  = "running"
+	Retrying = "retrying"
+	Done     = "done"
+	Dead     = "dead"
+	Skipped  = "skipped"
+)
+
+// ErrNotFound is returned for an unknown delivery or event.
+var ErrNotFound = errors.New("not found")
+
+// Queue reads and writes the deliveries, attempts and dead_letters tables.
+type Queue struct {
+	db *store.DB
+}
+
+// New returns a Queue on db.
+func New(db *store.DB) *Queue { return &Queue{db: db} }
+
+// Job is one claimed delivery attempt with the event it carries.
+type Job struct {
+	Delivery    int64
+	Event       int64
+	Target      string
+	Attempt     int
+	Token       int64
+	Source      string
+	EventID     string
+	Type        string
+	ContentType string
+	ReceivedAt  time.Time
+	Body        []byte
+	Swept       bool // the payload is gone (retention); the attempt cannot run
+}
+
+// EnqueueTx adds one pending delivery per target for event, inside tx.
+func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, event int64, targets []string, now time.Time) error {
+	for _, t := range targets {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO deliveries (event, target, status, run_at, created_at) VALUES (?, ?, 'pending', ?, ?)`,
+			event, t, now.UnixMilli(), now.UnixMilli()); err != nil {
+			return fmt.Errorf("enqueue %s: %w", t, err)
+		}
+	}
+	return nil
+}
+
+// ReviveTx puts event's dead deliveries back to pending with their attempts
+// reset (the sender, or an operator, asks again). Done and queued deliveries
+// are untouched. It returns how many it revived.
+func (q *Queue) ReviveTx(ctx context.Context, tx *sql.Tx, event int64, now time.Time) (int64, error) {
+	r, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = 'pending', attempts = 0, run_at = ?, last_error = '', done_at = NULL
+		WHERE event = ? AND status = 'dead'`, now.UnixMilli(), event)
+	if err != nil {
+		return 0, fmt.Errorf("revive deliveries: %w", err)
+	}
+	n, err := r.RowsAffected()
+	if err != nil || n == 0 {
+		return n, err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE dead_letters SET revived_at = ?, alert_due_at = NULL WHERE event = ? AND revived_at IS NULL`,
+		now.UnixMilli(), event); err != nil {
+		return 0, fmt.Errorf("revive dead letters: %w", err)
+	}
+	return n, nil
+}
+
+// Replay puts deliveries back to pending with attempts reset, whatever their
+// status except running. It selects by event row id (event > 0), by dead
+// status (deadOnly) or by receive time (since/until); it returns how many.
+func (q *Queue) Replay(ctx context.Context, sel ReplaySelector, now time.Time) (int64, error) {
+	where := []string{`status != 'running'`}
+	var args []any
+	if sel.Event > 0 {
+		where = append(where, `event = ?`)
+		args = append(args, sel.Event)
+	}
+	if sel.DeadOnly {
+		where = append(where, `status = 'dead'`)
+	}
+	if sel.Target != "" {
+		where = append(where, `target = ?`)
+		args = append(args, sel.Target)
+	}
+	if !sel.Since.IsZero() || !sel.Until.IsZero() {
+		sub := `event IN (SELECT id FROM events WHERE 1=1`
+		if !sel.Since.IsZero() {
+			sub += ` AND received_at >= ?`
+			args = append(args, sel.Since.UnixMilli())
+		}
+		if !sel.Until.IsZero() {
+			sub += ` AND received_at < ?`
+			args = append(args, sel.Until.UnixMilli())
+		}
+		where = append(where, sub+`)`)
+	}
+	if len(where) == 1 {
+		return 0, errors.New("replay: select an event, the dead letters or a period")
+	}
+	var n int64
+	err := q.db.Write(ctx, func(tx *sql.Tx) error {
+		cond := strings.Join(where, " AND ")
+		if _, err := tx.ExecContext(ctx, `UPDATE dead_letters SET revived_at = ?, alert_due_at = NULL
+			WHERE revived_at IS NULL AND delivery IN (SELECT id FROM deliveries WHERE status = 'dead' AND `+cond+`)`,
+			append([]any{now.UnixMilli()}, args...)...); err != nil {
+			return err
+		}
+		r, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = 'pending', attempts = 0, run_at = ?, last_error = '', done_at = NULL
+			WHERE `+cond, append([]any{now.UnixMilli()}, args...)...)
+		if err != nil {
+			return err
+		}
+		n, err = r.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("replay: %w", err)
+	}
+	return n, nil
+}
+
+// ReplaySelector chooses deliveries for Replay.
+type ReplaySelector struct {
+	Event    int64
+	DeadOnly bool
+	Target   string
+	Since    time.Time
+	Until    time.Time
+}
+
+// Claim leases up to n due deliveries for lease and returns them with their
+// events. A running delivery whose lease has passed is due again.
+func (q *Queue) Claim(ctx context.Context, n int, lease time.Duration, now time.Time) ([]*Job, error) {
+	var jobs []*Job
+	err := q.db.Write(ctx, func(tx *sql.Tx) error {
+		jobs = jobs[:0]
+		rows, err := tx.QueryContext(ctx, `UPDATE deliveries SET status = 'running', attempts = attempts + 1, run_at = ?, lease_token = abs(random())
+			WHERE id IN (SELECT id FROM deliveries WHERE status IN ('pending', 'retrying', 'running') AND run_at <= ? ORDER BY run_at, id LIMIT ?)
+			RETURNING id, event, target, attempts, lease_token`, now.Add(lease).UnixMilli(), now.UnixMilli(), n)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			j := &Job{}
+			if err := rows.Scan(&j.Delivery, &j.Event, &j.Target, &j.Attempt, &j.Token); err != nil {
+				rows.Close()
+				return err
+			}
+			jobs = append(jobs, j)
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		for _, j := range jobs {
+			var recv int64
+			var body []byte
+			if err := tx.QueryRowContext(ctx, `SELECT source, event_id, type, received_at, content_type, body FROM events WHERE id = ?`, j.Event).Scan(
+				&j.Source, &j.EventID, &j.Type, &recv, &j.ContentType, &body); err != nil {
+				return fmt.Errorf("load event %d: %w", j.Event, err)
+			}
+			j.ReceivedAt = time.UnixMilli(recv).UTC()
+			j.Body, j.Swept = body, body == nil
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim deliveries: %w", err)
+	}
+	return jobs, nil
+}
+
+// NextDue returns when the earliest queued delivery is due, or false if none is queued.
+func (q *Queue) NextDue(ctx context.Context) (time.Time, bool, error) {
+	var at sql.NullInt64
+	err := q.db.Reader().QueryRowContext(ctx, `SELECT MIN(run_at) FROM deliveries WHERE status IN ('pending', 'retrying', 'running')`).Scan(&at)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("next due: %w", err)
+	}
+	if !at.Valid {
+		return time.Time{}, false, nil
+	}
+	return time.UnixMilli(at.Int64), true, nil
+}
+
+// Recover makes every delivery left running by a stopped process due now.
+// Run it at startup, when no worker of this store can be running.
+func (q *Queue) Recover(ctx context.Context, now time.Time) (int64, error) {
+	var n int64
+	err := q.db.Write(ctx, func(tx *sql.Tx) error {
+		r, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = 'retrying', run_at = ?, last_error = 'interrupted: hookbox stopped during the attempt'
+			WHERE status = 'running'`, now.UnixMilli())
+		if err != nil {
+			return err
+		}
+		n, err = r.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("recover running deliveries: %w", err)
+	}
+	return n, nil
+}
+
+// Attempt is the record of one finished attempt.
+type Attempt struct {
+	Number     int
+	StartedAt  time.Time
+	Duration   time.Duration
+	Outcome    string // ok, failed, interrupted, stale
+	HTTPStatus int    // 0 if none
+	ExitCode   *int   // nil if none
+	Error      string
+	Output     string
+}
+
+// Finish is what a worker reports for a job.
+type Finish struct {
+	Attempt  Attempt
+	Next     time.Time // when to retry, for a failure below the limit
+	Dead     bool      // the failure reached the attempt limit
+	Release  bool      // interrupted by shutdown: due again at once, attempt not counted
+	AlertDue bool      // with Dead: queue an alert
+}
+
+// ErrStale is returned by Complete when the job's lease was taken over: the
+// completion changed nothing but the attempt log.
+var ErrStale = errors.New("lease lost: delivery was reclaimed")
+
+// Complete records the attempt and moves the delivery to done, retrying,
+// dead or (released) back to the queue, only while the job's lease token
+// still matches.
+func (q *Queue) Complete(ctx context.Context, j *Job, f Finish, now time.Time) error {
+	stale := false
+	err := q.db.Write(ctx, func(tx *sql.Tx) error {
+		var r sql.Result
+		var err error
+		a := f.Attempt
+		switch {
+		case a.Outcome == "ok":
+			r, err = tx.ExecContext(ctx, `UPDATE deliveries SET status = 'done', done_at = ?, last_error = '' WHERE id = ? AND lease_token = ? AND status = 'running'`,
+				now.UnixMilli(), j.Delivery, j.Token)
+		case f.Release:
+			r, err = tx.ExecContext(ctx, `UPDATE deliveries SET status = 'retrying', run_at = ?, attempts = max(attempts - 1, 0), last_error = ?
+				WHERE id = ? AND lease_token = ? AND status = 'running'`, now.UnixMilli(), a.Error, j.Delivery, j.Token)
+		case f.Dead:
+			r, err = tx.ExecContext(ctx, `UPDATE deliveries SET status = 'dead', done_at = ?, last_error = ? WHERE id = ? AND lease_token = ? AND status = 'running'`,
+				now.UnixMilli(), a.Error, j.Delivery, j.Token)
+		default:
+			r, err = tx.ExecContext(ctx, `UPDATE deliveries SET status = 'retrying', run_at = ?, last_error = ? WHERE id = ? AND lease_token = ? AND status = 'running'`,
+				f.Next.UnixMilli(), a.Error, j.Delivery, j.Token)
+		}
+		if err != nil {
+			return err
+		}
+		n, err := r.RowsAffected()
+		if err != nil {
+			return err
+		}
+		outcome := a.Outcome
+		if n == 0 {
+			outcome = "stale"
+		}
+		var status, exit any
+		if a.HTTPStatus != 0 {
+			status = a.HTTPStatus
+		}
+		if a.ExitCode != nil {
+			exit = *a.ExitCode
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO attempts (delivery, attempt, started_at, duration_us, outcome, http_status, exit_code, error, output)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, j.Delivery, a.Number, a.StartedAt.UnixMilli(), a.Duration.Microseconds(),
+			outcome, status, exit, a.Error, a.Output); err != nil {
+			return err
+		}
+		if n == 0 {
+			stale = true
+			return nil
+		}
+		if f.Dead {
+			var due any
+			if f.AlertDue {
+				due = now.UnixMilli()
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO dead_letters (delivery, event, target, attempts, error, dead_at, alert_due_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?)`, j.Delivery, j.Event, j.Target, j.Attempt, a.Error, now.UnixMilli(), due); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("complete delivery %d: %w", j.Delivery, err)
+	}
+	if stale {
+		return ErrStale
+	}
+	return nil
+}

@@ -1,0 +1,176 @@
+package queue
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Delivery is a delivery row as shown to users.
+type Delivery struct {
+	ID        int64
+	Event     int64
+	Target    string
+	Status    string
+	Attempts  int
+	LastError string
+	RunAt     time.Time // next attempt (pending, retrying) or lease expiry (running)
+	CreatedAt time.Time
+	DoneAt    time.Time // zero unless done or dead
+}
+
+// Deliveries returns the deliveries of the given events, keyed by event.
+func (q *Queue) Deliveries(ctx context.Context, events []int64) (map[int64][]Delivery, error) {
+	out := make(map[int64][]Delivery, len(events))
+	for start := 0; start < len(events); start += 500 {
+		chunk := events[start:min(start+500, len(events))]
+		args := make([]any, len(chunk))
+		for i, e := range chunk {
+			args[i] = e
+		}
+		rows, err := q.db.Reader().QueryContext(ctx, `SELECT id, event, target, status, attempts, last_error, run_at, created_at, done_at
+			FROM deliveries WHERE event IN (?`+strings.Repeat(",?", len(chunk)-1)+`) ORDER BY id`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("list deliveries: %w", err)
+		}
+		for rows.Next() {
+			var d Delivery
+			var runAt, created int64
+			var done sql.NullInt64
+			if err := rows.Scan(&d.ID, &d.Event, &d.Target, &d.Status, &d.Attempts, &d.LastError, &runAt, &created, &done); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("list deliveries: %w", err)
+			}
+			d.RunAt, d.CreatedAt = time.UnixMilli(runAt).UTC(), time.UnixMilli(created).UTC()
+			if done.Valid {
+				d.DoneAt = time.UnixMilli(done.Int64).UTC()
+			}
+			out[d.Event] = append(out[d.Event], d)
+		}
+		if err := rows.Close(); err != nil {
+			return nil, fmt.Errorf("list deliveries: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// Attempts returns every recorded attempt of a delivery, oldest first.
+func (q *Queue) Attempts(ctx context.Context, delivery int64) ([]Attempt, error) {
+	rows, err := q.db.Reader().QueryContext(ctx, `SELECT attempt, started_at, duration_us, outcome, http_status, exit_code, error, output
+		FROM attempts WHERE delivery = ? ORDER BY id`, delivery)
+	if err != nil {
+		return nil, fmt.Errorf("list attempts: %w", err)
+	}
+	defer rows.Close()
+	var out []Attempt
+	for rows.Next() {
+		var a Attempt
+		var started, dur int64
+		var status, exit sql.NullInt64
+		if err := rows.Scan(&a.Number, &started, &dur, &a.Outcome, &status, &exit, &a.Error, &a.Output); err != nil {
+			return nil, fmt.Errorf("list attempts: %w", err)
+		}
+		a.StartedAt = time.UnixMilli(started).UTC()
+		a.Duration = time.Duration(dur) * time.Microsecond
+		a.HTTPStatus = int(status.Int64)
+		if exit.Valid {
+			c := int(exit.Int64)
+			a.ExitCode = &c
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// DeadLetter is a row of the dead-letter table.
+type DeadLetter struct {
+	ID        int64
+	Delivery  int64
+	Event     int64
+	Source    string
+	EventID   string
+	Type      string
+	Target    string
+	Attempts  int
+	Error     string
+	DeadAt    time.Time
+	RevivedAt time.Time // zero unless a redelivery or replay revived it
+	AlertedAt time.Time // zero unless the alert was sent
+	AlertErr  string
+}
+
+// DeadLetters lists dead letters, newest first. With all false, revived ones are left out.
+func (q *Queue) DeadLetters(ctx context.Context, all bool, limit int) ([]DeadLetter, error) {
+	query := `SELECT l.id, l.delivery, l.event, e.source, e.event_id, e.type, l.target, l.attempts, l.error, l.dead_at, l.revived_at, l.alerted_at, l.alert_error
+		FROM dead_letters l JOIN events e ON e.id = l.event`
+	if !all {
+		query += ` WHERE l.revived_at IS NULL`
+	}
+	query += ` ORDER BY l.id DESC`
+	var args []any
+	if limit > 0 {
+		query += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	rows, err := q.db.Reader().QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list dead letters: %w", err)
+	}
+	defer rows.Close()
+	var out []DeadLetter
+	for rows.Next() {
+		var d DeadLetter
+		var dead int64
+		var revived, alerted sql.NullInt64
+		if err := rows.Scan(&d.ID, &d.Delivery, &d.Event, &d.Source, &d.EventID, &d.Type, &d.Target, &d.Attempts, &d.Error,
+			&dead, &revived, &alerted, &d.AlertErr); err != nil {
+			return nil, fmt.Errorf("list dead letters: %w", err)
+		}
+		d.DeadAt = time.UnixMilli(dead).UTC()
+		if revived.Valid {
+			d.RevivedAt = time.UnixMilli(revived.Int64).UTC()
+		}
+		if alerted.Valid {
+			d.AlertedAt = time.UnixMilli(alerted.Int64).UTC()
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// Stats are queue figures for metrics.
+type Stats struct {
+	ByStatus     map[string]int64
+	OldestQueued time.Time // receive time of the oldest event with a queued delivery; zero if none
+}
+
+// Stats counts deliveries by status and finds the oldest queued event.
+func (q *Queue) Stats(ctx context.Context) (Stats, error) {
+	s := Stats{ByStatus: map[string]int64{}}
+	rows, err := q.db.Reader().QueryContext(ctx, `SELECT status, COUNT(*) FROM deliveries GROUP BY status`)
+	if err != nil {
+		return s, fmt.Errorf("queue stats: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var st string
+		var n int64
+		if err := rows.Scan(&st, &n); err != nil {
+			return s, fmt.Errorf("queue stats: %w", err)
+		}
+		s.ByStatus[st] = n
+	}
+	if err := rows.Err(); err != nil {
+		return s, fmt.Errorf("queue stats: %w", err)
+	}
+	var oldest sql.NullInt64
+	if err := q.db.Reader().QueryRowContext(ctx, `SELECT MIN(created_at) FROM deliveries WHERE status IN ('pending','retrying','running')`).Scan(&oldest); err != nil {
+		return s, fmt.Errorf("queue stats: %w", err)
+	}
+	if oldest.Valid {
+		s.OldestQueued = time.UnixMilli(oldest.Int64).UTC()
+	}
+	return s, nil
+}

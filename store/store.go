@@ -1,0 +1,430 @@
+// Package store opens hookbox's SQLite database: one writer connection that
+// group-commits every write, a pool of readers, embedded migrations, and the
+// startup checks that make "committed" mean "on disk".
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// MinSQLiteVersion is the oldest SQLite hookbox runs on: 3.51.3 fixes a WAL
+// reset bug that can corrupt a database written by concurrent connections.
+const MinSQLiteVersion = "3.51.3"
+
+// Errors returned by Write.
+var (
+	// ErrClosed means the store is shutting down and took no new write.
+	ErrClosed = errors.New("store is closed")
+)
+
+// Options tune how the database is opened.
+type Options struct {
+	// Synchronous is "full" (default), "normal" or "off". Only "full"
+	// guarantees that a commit survives power loss in WAL mode.
+	Synchronous string
+	// BusyTimeout bounds how long a connection waits on another process's
+	// lock (default 5s).
+	BusyTimeout time.Duration
+	// MaxBatch caps the number of writes committed together (default 512).
+	MaxBatch int
+	// JournalSizeLimit bounds the WAL file kept after a checkpoint (default 64 MiB).
+	JournalSizeLimit int64
+	// Readers is the size of the read pool (default 4).
+	Readers int
+	Logger  zerolog.Logger
+}
+
+// DB is an open hookbox database.
+type DB struct {
+	path   string
+	opts   Options
+	writer *sql.DB
+	reader *sql.DB
+	log    zerolog.Logger
+
+	ops       chan *op
+	mu        sync.RWMutex // guards closed against sends on ops
+	closed    bool
+	done      chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+
+	statsMu sync.Mutex
+	stats   Stats
+}
+
+// Stats counts group commits, for metrics and benchmarks.
+type Stats struct {
+	Commits      int64
+	Writes       int64
+	FailedCommit int64
+}
+
+type op struct {
+	ctx  context.Context
+	fn   func(*sql.Tx) error
+	err  error
+	done chan struct{}
+}
+
+// Open opens (creating if needed) the database at path, applies migrations and
+// checks that the pragmas took effect. It refuses to run on an SQLite older
+// than MinSQLiteVersion, without WAL, or with a synchronous level other than
+// the one asked for.
+func Open(path string, o Options) (*DB, error) {
+	if o.Synchronous == "" {
+		o.Synchronous = "full"
+	}
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = 5 * time.Second
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 512
+	}
+	if o.JournalSizeLimit <= 0 {
+		o.JournalSizeLimit = 64 << 20
+	}
+	if o.Readers <= 0 {
+		o.Readers = 4
+	}
+	syncLevel, ok := map[string]int{"off": 0, "normal": 1, "full": 2}[o.Synchronous]
+	if !ok {
+		return nil, fmt.Errorf("open store: synchronous %q: want full, normal or off", o.Synchronous)
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+	}
+
+	db := &DB{path: path, opts: o, log: o.Logger, ops: make(chan *op, 4096), done: make(chan struct{})}
+	var err error
+	if db.writer, err = sql.Open("sqlite", dsn(path, o, false)); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	// One writer connection: SQLite has one writer anyway, and funnelling
+	// every write through it means no SQLITE_BUSY inside the process.
+	db.writer.SetMaxOpenConns(1)
+	db.writer.SetMaxIdleConns(1)
+	db.writer.SetConnMaxLifetime(0)
+	db.writer.SetConnMaxIdleTime(0)
+
+	if err := db.checkGates(syncLevel); err != nil {
+		db.writer.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if err := migrate(context.Background(), db.writer); err != nil {
+		db.writer.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if db.reader, err = sql.Open("sqlite", dsn(path, o, true)); err != nil {
+		db.writer.Close()
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	db.reader.SetMaxOpenConns(o.Readers)
+	db.reader.SetMaxIdleConns(o.Readers)
+
+	go db.loop()
+	return db, nil
+}
+
+func dsn(path string, o Options, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", o.BusyTimeout.Milliseconds()))
+	q.Add("_pragma", "foreign_keys(1)")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	} else {
+		q.Add("_pragma", "journal_mode(wal)")
+		q.Add("_pragma", "synchronous("+o.Synchronous+")")
+		q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", o.JournalSizeLimit))
+		q.Set("_txlock", "immediate")
+	}
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+}
+
+// checkGates verifies what the DSN asked for actually took effect.
+func (db *DB) checkGates(syncLevel int) error {
+	ctx := context.Background()
+	var version string
+	if err := db.writer.QueryRowContext(ctx, `SELECT sqlite_version()`).Scan(&version); err != nil {
+		return fmt.Errorf("read sqlite version: %w", err)
+	}
+	if versionLess(version, MinSQLiteVersion) {
+		return fmt.Errorf("sqlite %s is older than %s (WAL-reset bug): rebuild hookbox with a newer modernc.org/sqlite", version, MinSQLiteVersion)
+	}
+	var mode string
+	if err := db.writer.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
+		return fmt.Errorf("read journal_mode: %w", err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("journal_mode is %q, not wal: the file system may not support WAL (network file systems do not); put the store on a local disk", mode)
+	}
+	var busy int
+	if err := db.writer.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&busy); err != nil {
+		return fmt.Errorf("read busy_timeout: %w", err)
+	}
+	if busy <= 0 {
+		return errors.New("busy_timeout is 0: readers would fail at once while serve writes")
+	}
+	var sync int
+	if err := db.writer.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&sync); err != nil {
+		return fmt.Errorf("read synchronous: %w", err)
+	}
+	if sync != syncLevel {
+		return fmt.Errorf("synchronous is %d, want %d (%s)", sync, syncLevel, db.opts.Synchronous)
+	}
+	return nil
+}
+
+// versionLess compares dotted decimal versions.
+func versionLess(a, b string) bool {
+	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(pa) || i < len(pb); i++ {
+		var x, y int
+		if i < len(pa) {
+			x, _ = strconv.Atoi(pa[i])
+		}
+		if i < len(pb) {
+			y, _ = strconv.Atoi(pb[i])
+		}
+		if x != y {
+			return x < y
+		}
+	}
+	return false
+}
+
+// migrate applies each embedded migration not yet recorded, each in its own
+// transaction.
+func migrate(ctx context.Context, db *sql.DB) error {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT`); err != nil {
+		return fmt.Errorf("create migrations table: %w", err)
+	}
+	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := migrateFile(ctx, db, name); err != nil {
+			return fmt.Errorf("migration %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func migrateFile(ctx context.Context, db *sql.DB, name string) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM migrations WHERE name = ?`, name).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	buf, err := fs.ReadFile(migrationFS, name)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, string(buf)); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO migrations (name, applied_at) VALUES (?, ?)`, name, time.Now().UnixMilli()); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// Path is the database file's path.
+func (db *DB) Path() string { return db.path }
+
+// Reader is the read-only connection pool. Reads there never block the writer.
+func (db *DB) Reader() *sql.DB { return db.reader }
+
+// Stats returns commit counters.
+func (db *DB) Stats() Stats {
+	db.statsMu.Lock()
+	defer db.statsMu.Unlock()
+	return db.stats
+}
+
+// Write runs fn inside a transaction shared with other concurrent writes
+// (group commit) and returns once that transaction is durably committed.
+// fn runs under its own savepoint: if it returns an error, only its changes
+// are rolled back and that error is returned. If the commit itself fails,
+// every write of the batch gets the commit error and none of them happened.
+// fn runs on the writer goroutine: it must not call Write.
+//
+// Write returns ErrClosed once Close has begun.
+func (db *DB) Write(ctx context.Context, fn func(*sql.Tx) error) error {
+	o := &op{ctx: ctx, fn: fn, done: make(chan struct{})}
+	db.mu.RLock()
+	if db.closed {
+		db.mu.RUnlock()
+		return ErrClosed
+	}
+	db.ops <- o
+	db.mu.RUnlock()
+	// The write cannot be abandoned once queued: the caller must learn
+	// whether it committed, so wait for the writer rather than ctx.
+	<-o.done
+	return o.err
+}
+
+func (db *DB) loop() {
+	defer close(db.done)
+	batch := make([]*op, 0, db.opts.MaxBatch)
+	for {
+		o, ok := <-db.ops
+		if !ok {
+			return
+		}
+		batch = append(batch[:0], o)
+		batch = db.gather(batch)
+		db.commit(batch)
+		for i := range batch {
+			batch[i] = nil
+		}
+	}
+}
+
+// gather adds whatever else is waiting to the batch. With few cores the
+// goroutines that are about to submit may not have run yet, so yield once
+// before deciding the batch is complete.
+func (db *DB) gather(batch []*op) []*op {
+	for yielded := false; len(batch) < db.opts.MaxBatch; {
+		select {
+		case o, ok := <-db.ops:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, o)
+		default:
+			if yielded {
+				return batch
+			}
+			yielded = true
+			runtime.Gosched()
+		}
+	}
+	return batch
+}
+
+func (db *DB) commit(batch []*op) {
+	err := db.runBatch(batch)
+	db.statsMu.Lock()
+	db.stats.Commits++
+	db.stats.Writes += int64(len(batch))
+	if err != nil {
+		db.stats.FailedCommit++
+	}
+	db.statsMu.Unlock()
+	if err != nil {
+		db.log.Error().Err(err).Int("writes", len(batch)).Msg("commit failed")
+	}
+	for _, o := range batch {
+		if err != nil && o.err == nil {
+			o.err = err
+		}
+		close(o.done)
+	}
+}
+
+// CommitError wraps a failure of the shared transaction (begin, savepoint
+// bookkeeping or commit): nothing of the batch was written.
+type CommitError struct{ Err error }
+
+func (e *CommitError) Error() string { return "commit: " + e.Err.Error() }
+func (e *CommitError) Unwrap() error { return e.Err }
+
+func (db *DB) runBatch(batch []*op) error {
+	ctx := context.Background()
+	tx, err := db.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return &CommitError{fmt.Errorf("begin: %w", err)}
+	}
+	defer tx.Rollback()
+	single := len(batch) == 1
+	for _, o := range batch {
+		if err := o.ctx.Err(); err != nil {
+			o.err = err
+			continue
+		}
+		if single {
+			// No savepoint needed: a failure rolls back the whole transaction.
+			if err := o.fn(tx); err != nil {
+				o.err = err
+				return nil
+			}
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `SAVEPOINT w`); err != nil {
+			return &CommitError{fmt.Errorf("savepoint: %w", err)}
+		}
+		if err := o.fn(tx); err != nil {
+			o.err = err
+			// SQLite may have rolled back the whole transaction (disk full,
+			// I/O error); then the savepoint is gone and so is the batch.
+			if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO w`); rerr != nil {
+				return &CommitError{fmt.Errorf("rollback to savepoint after %v: %w", err, rerr)}
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `RELEASE w`); err != nil {
+			return &CommitError{fmt.Errorf("release savepoint: %w", err)}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return &CommitError{err}
+	}
+	return nil
+}
+
+// Close stops taking writes, commits the ones already queued, and closes both
+// connection pools. It returns the first error.
+func (db *DB) Close() error {
+	db.closeOnce.Do(func() {
+		db.mu.Lock()
+		db.closed = true
+		close(db.ops)
+		db.mu.Unlock()
+		<-db.done
+		if db.reader != nil {
+			if err := db.reader.Close(); err != nil && db.closeErr == nil {
+				db.closeErr = err
+			}
+		}
+		// A clean close checkpoints the WAL into the main file.
+		if _, err := db.writer.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil && db.closeErr == nil {
+			db.closeErr = fmt.Errorf("checkpoint: %w", err)
+		}
+		if err := db.writer.Close(); err != nil && db.closeErr == nil {
+			db.closeErr = err
+		}
+	})
+	return db.closeErr
+}
