@@ -1,0 +1,305 @@
+package signature_test
+
+import (
+	"crypto/hmac"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"hash"
+	"net/http"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"hookbox/signature"
+)
+
+// vector is one case of testdata/signatures.json.
+type vector struct {
+	Provider        string            `json:"provider"`
+	Name            string            `json:"name"`
+	Secret          string            `json:"secret"`
+	Body            string            `json:"body"`
+	Headers         map[string]string `json:"headers"`
+	URL             *string           `json:"url"`
+	Method          string            `json:"method"`
+	NowUnix         int64             `json:"now_unix"`
+	ExpectValid     bool              `json:"expect_valid"`
+	Notes           string            `json:"notes"`
+	SDKDisagreement *string           `json:"sdk_disagreement"`
+}
+
+func (c vector) header() http.Header {
+	h := http.Header{}
+	for k, v := range c.Headers {
+		h.Set(k, v)
+	}
+	return h
+}
+
+func loadVectors(tb testing.TB) []vector {
+	tb.Helper()
+	b, err := os.ReadFile("testdata/signatures.json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var vs []vector
+	if err := json.Unmarshal(b, &vs); err != nil {
+		tb.Fatalf("decode signatures.json: %v", err)
+	}
+	return vs
+}
+
+// vectorsOf returns the cases of one provider, failing if there are none.
+func vectorsOf(tb testing.TB, provider string) []vector {
+	tb.Helper()
+	var out []vector
+	for _, c := range loadVectors(tb) {
+		if c.Provider == provider {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		tb.Fatalf("no vectors for provider %q", provider)
+	}
+	return out
+}
+
+// notPresets are providers in the vector file that hookbox has no preset for.
+var notPresets = map[string]string{
+	"twilio":      "twilio signs the full URL plus sorted form params; not a hookbox preset",
+	"mercadopago": "mercadopago signs a manifest built from the query and x-request-id, not the body; not a hookbox preset",
+	"paddle":      "paddle (ts=;h1=, 5 s tolerance) is not a hookbox preset",
+}
+
+var (
+	notesHeader   = regexp.MustCompile(`header=([A-Za-z0-9-]+)`)
+	notesPrefix   = regexp.MustCompile(`prefix='([^']*)'`)
+	notesEncoding = regexp.MustCompile(`encoding=(hex|base64)`)
+)
+
+// vectorOptions maps a case to the hookbox options that verify it.
+func vectorOptions(tb testing.TB, c vector) signature.Options {
+	tb.Helper()
+	o := signature.Options{Secrets: []string{c.Secret}}
+	switch c.Provider {
+	case "standard-webhooks", "svix":
+		o.Scheme = "standard"
+	case "stripe", "github", "shopify", "slack", "gitlab":
+		o.Scheme = c.Provider
+	case "generic-hmac-sha256":
+		// The generic cases carry their config in the notes, e.g.
+		// "config: header=X-Signature, prefix='sha256=', encoding=hex".
+		o.Scheme, o.Algorithm = "hmac", "sha256"
+		h, p, e := notesHeader.FindStringSubmatch(c.Notes), notesPrefix.FindStringSubmatch(c.Notes), notesEncoding.FindStringSubmatch(c.Notes)
+		if h == nil || p == nil || e == nil {
+			tb.Fatalf("%s: cannot read hmac config from notes %q", c.Name, c.Notes)
+		}
+		o.Header, o.Prefix, o.Encoding = h[1], p[1], e[1]
+	default:
+		tb.Fatalf("%s: unknown provider %q", c.Name, c.Provider)
+	}
+	return o
+}
+
+func mustNew(tb testing.TB, o signature.Options) signature.Verifier {
+	tb.Helper()
+	v, err := signature.New(o)
+	if err != nil {
+		tb.Fatalf("New(%+v): %v", o.Scheme, err)
+	}
+	return v
+}
+
+var sentinels = []error{signature.ErrMissing, signature.ErrMalformed, signature.ErrMismatch, signature.ErrTimestamp}
+
+// checkErr fails unless err wraps exactly one sentinel and its text contains
+// none of the given secret or signature strings.
+func checkErr(tb testing.TB, err error, leaks ...string) {
+	tb.Helper()
+	if err == nil {
+		return
+	}
+	n := 0
+	for _, s := range sentinels {
+		if errors.Is(err, s) {
+			n++
+		}
+	}
+	if n != 1 {
+		tb.Errorf("error %q wraps %d sentinels, want 1", err, n)
+	}
+	msg := err.Error()
+	for _, l := range leaks {
+		if l != "" && strings.Contains(msg, l) {
+			tb.Errorf("error %q contains a secret or signature %q", msg, l)
+		}
+	}
+}
+
+// wantErr fails unless err matches want (nil meaning valid).
+func wantErr(tb testing.TB, err, want error, leaks ...string) {
+	tb.Helper()
+	switch {
+	case want == nil && err != nil:
+		tb.Fatalf("Verify: got %v, want valid", err)
+	case want != nil && !errors.Is(err, want):
+		tb.Fatalf("Verify: got %v, want %v", err, want)
+	}
+	checkErr(tb, err, leaks...)
+}
+
+func mac(fn func() hash.Hash, key []byte, parts ...string) []byte {
+	m := hmac.New(fn, key)
+	for _, p := range parts {
+		m.Write([]byte(p))
+	}
+	return m.Sum(nil)
+}
+
+func whsecKey(tb testing.TB, secret string) []byte {
+	tb.Helper()
+	s := strings.TrimPrefix(secret, "whsec_")
+	k, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		k, err = base64.RawStdEncoding.DecodeString(s)
+	}
+	if err != nil {
+		tb.Fatalf("bad test secret: %v", err)
+	}
+	return k
+}
+
+// fixture is one scheme with an independent signer, used by the
+// scheme-agnostic tests and the benchmarks.
+type fixture struct {
+	name    string
+	opts    signature.Options // Secrets is filled in by the test
+	secrets [3]string         // old, new, never configured
+	// sign returns the headers a sender holding secret would send, and the
+	// signature value in them (for leak checks).
+	sign       func(tb testing.TB, secret string, body []byte, now time.Time) (http.Header, string)
+	signsBody  bool
+	timestamps bool
+}
+
+func ts(now time.Time) string { return strconv.FormatInt(now.Unix(), 10) }
+
+var stdSecrets = [3]string{
+	"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+	"whsec_" + base64.StdEncoding.EncodeToString([]byte("second secret, rotated in")),
+	"whsec_" + base64.StdEncoding.EncodeToString([]byte("a third, never configured")),
+}
+
+func fixtures() []fixture {
+	plain := [3]string{"old-secret-1234", "new-secret-5678", "other-secret-9999"}
+	return []fixture{
+		{
+			name: "stripe", opts: signature.Options{Scheme: "stripe"}, signsBody: true, timestamps: true,
+			secrets: [3]string{"whsec_old_secret", "whsec_new_secret", "whsec_other_secret"},
+			sign: func(_ testing.TB, secret string, body []byte, now time.Time) (http.Header, string) {
+				sig := hex.EncodeToString(mac(sha256.New, []byte(secret), ts(now), ".", string(body)))
+				h := http.Header{}
+				h.Set("Stripe-Signature", "t="+ts(now)+",v1="+sig)
+				return h, sig
+			},
+		},
+		{
+			name: "github", opts: signature.Options{Scheme: "github"}, signsBody: true, secrets: plain,
+			sign: func(_ testing.TB, secret string, body []byte, _ time.Time) (http.Header, string) {
+				sig := hex.EncodeToString(mac(sha256.New, []byte(secret), string(body)))
+				h := http.Header{}
+				h.Set("X-Hub-Signature-256", "sha256="+sig)
+				return h, sig
+			},
+		},
+		{
+			name: "shopify", opts: signature.Options{Scheme: "shopify"}, signsBody: true, secrets: plain,
+			sign: func(_ testing.TB, secret string, body []byte, _ time.Time) (http.Header, string) {
+				sig := base64.StdEncoding.EncodeToString(mac(sha256.New, []byte(secret), string(body)))
+				h := http.Header{}
+				h.Set("X-Shopify-Hmac-Sha256", sig)
+				return h, sig
+			},
+		},
+		{
+			name: "slack", opts: signature.Options{Scheme: "slack"}, signsBody: true, timestamps: true, secrets: plain,
+			sign: func(_ testing.TB, secret string, body []byte, now time.Time) (http.Header, string) {
+				sig := hex.EncodeToString(mac(sha256.New, []byte(secret), "v0:", ts(now), ":", string(body)))
+				h := http.Header{}
+				h.Set("X-Slack-Signature", "v0="+sig)
+				h.Set("X-Slack-Request-Timestamp", ts(now))
+				return h, sig
+			},
+		},
+		{
+			name: "standard", opts: signature.Options{Scheme: "standard"}, signsBody: true, timestamps: true, secrets: stdSecrets,
+			sign: func(tb testing.TB, secret string, body []byte, now time.Time) (http.Header, string) {
+				sig := base64.StdEncoding.EncodeToString(mac(sha256.New, whsecKey(tb, secret), "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", ".", ts(now), ".", string(body)))
+				h := http.Header{}
+				h.Set("webhook-id", "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W")
+				h.Set("webhook-timestamp", ts(now))
+				h.Set("webhook-signature", "v1,"+sig)
+				return h, sig
+			},
+		},
+		{
+			name: "gitlab", opts: signature.Options{Scheme: "gitlab"}, secrets: plain,
+			sign: func(_ testing.TB, secret string, _ []byte, _ time.Time) (http.Header, string) {
+				h := http.Header{}
+				h.Set("X-Gitlab-Token", secret)
+				return h, secret
+			},
+		},
+		{
+			name: "hmac", signsBody: true, secrets: plain,
+			opts: signature.Options{Scheme: "hmac", Header: "X-Signature", Prefix: "sha256=", Algorithm: "sha256", Encoding: "hex"},
+			sign: func(_ testing.TB, secret string, body []byte, _ time.Time) (http.Header, string) {
+				sig := hex.EncodeToString(mac(sha256.New, []byte(secret), string(body)))
+				h := http.Header{}
+				h.Set("X-Signature", "sha256="+sig)
+				return h, sig
+			},
+		},
+		{
+			name: "hmac-sha512-base64", signsBody: true, secrets: plain,
+			opts: signature.Options{Scheme: "hmac", Header: "X-Sig", Algorithm: "sha512", Encoding: "base64"},
+			sign: func(_ testing.TB, secret string, body []byte, _ time.Time) (http.Header, string) {
+				sig := base64.StdEncoding.EncodeToString(mac(sha512.New, []byte(secret), string(body)))
+				h := http.Header{}
+				h.Set("X-Sig", sig)
+				return h, sig
+			},
+		},
+		{
+			name: "hmac-sha1-hex", signsBody: true, secrets: plain,
+			opts: signature.Options{Scheme: "hmac", Header: "X-Hook-Sig", Algorithm: "sha1", Prefix: "sha1="},
+			sign: func(_ testing.TB, secret string, body []byte, _ time.Time) (http.Header, string) {
+				sig := hex.EncodeToString(mac(sha1.New, []byte(secret), string(body)))
+				h := http.Header{}
+				h.Set("X-Hook-Sig", "sha1="+sig)
+				return h, sig
+			},
+		},
+		{
+			name: "token", opts: signature.Options{Scheme: "token", Header: "X-Webhook-Token"}, secrets: plain,
+			sign: func(_ testing.TB, secret string, _ []byte, _ time.Time) (http.Header, string) {
+				h := http.Header{}
+				h.Set("X-Webhook-Token", secret)
+				return h, secret
+			},
+		},
+	}
+}
+
+func withSecrets(o signature.Options, secrets ...string) signature.Options {
+	o.Secrets = secrets
+	return o
+}

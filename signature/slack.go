@@ -1,0 +1,57 @@
+package signature
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+const (
+	slackSigHeader = "X-Slack-Signature"
+	slackTSHeader  = "X-Slack-Request-Timestamp"
+)
+
+// slackVerifier checks X-Slack-Signature: v0=<hex of HMAC-SHA256 over
+// "v0:<ts>:<body>">, with ts from X-Slack-Request-Timestamp. Slack's SDKs
+// reject a timestamp more than the tolerance away in either direction, and
+// compare the lower-case hex string, so upper case is rejected here too.
+type slackVerifier struct {
+	keys []*macKey
+	tol  time.Duration
+}
+
+func (v *slackVerifier) Verify(h http.Header, body []byte, now time.Time) error {
+	sig := h.Get(slackSigHeader)
+	if sig == "" {
+		return fmt.Errorf("slack: %s: %w", slackSigHeader, ErrMissing)
+	}
+	ts := h.Get(slackTSHeader)
+	if ts == "" {
+		return fmt.Errorf("slack: %s: %w", slackTSHeader, ErrMissing)
+	}
+	t, ok := parseUnix(ts)
+	if !ok {
+		return fmt.Errorf("slack: %s: not a decimal Unix time: %w", slackTSHeader, ErrMalformed)
+	}
+	enc, ok := strings.CutPrefix(sig, "v0=")
+	if !ok {
+		return fmt.Errorf("slack: %s: want prefix \"v0=\": %w", slackSigHeader, ErrMalformed)
+	}
+	var want [sha256.Size]byte
+	if !decodeHex(want[:], enc, true) {
+		return fmt.Errorf("slack: %s: not 64 lower-case hex digits: %w", slackSigHeader, ErrMalformed)
+	}
+	if !fresh(t, now, v.tol, true) {
+		return fmt.Errorf("slack: %s: timestamp outside tolerance: %w", slackTSHeader, ErrTimestamp)
+	}
+	var mac [maxMAC]byte
+	for _, k := range v.keys {
+		if hmac.Equal(k.sum(mac[:], body, "v0:", ts, ":"), want[:]) {
+			return nil
+		}
+	}
+	return fmt.Errorf("slack: %s: %w", slackSigHeader, ErrMismatch)
+}
