@@ -1,0 +1,563 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"hookbox/config"
+	"hookbox/dedupe"
+	"hookbox/queue"
+	"hookbox/store"
+)
+
+const usage = `hookbox: a durable inbox for webhooks
+
+Usage:
+  hookbox serve   [--config F]                 receive, store and deliver webhooks
+  hookbox check   --config F                   validate a config file
+  hookbox events  [--config F] [--source S] [--status ST] [--limit N] [--json]
+  hookbox event   [--config F] [--body] [--json] ID
+  hookbox dead    [--config F] [--json]        the dead-letter table
+  hookbox replay  [--config F] (ID | --dead | --since T [--until T]) [--target NAME]
+  hookbox version
+
+Without --config, $HOOKBOX_CONFIG is used; without either, the local-sink
+defaults (127.0.0.1:8080, ./hookbox.db). Flags come before arguments.
+`
+
+// usageError is a mistake in how a command was called (exit 2).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+// cli holds what every command needs from the process.
+type cli struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) error {
+	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return &usageError{"no command given"}
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		return c.serve(ctx, rest)
+	case "check":
+		return c.check(rest)
+	case "events":
+		return c.events(ctx, rest)
+	case "event":
+		return c.event(ctx, rest)
+	case "dead":
+		return c.dead(ctx, rest)
+	case "replay":
+		return c.replay(ctx, rest)
+	case "version":
+		return c.version(rest)
+	case "help", "-h", "--help", "-help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprint(stderr, usage)
+		return &usageError{fmt.Sprintf("unknown command %q", cmd)}
+	}
+}
+
+func (c *cli) flags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	return fs
+}
+
+// parse parses flags and checks the number of positional arguments (-1: any).
+func (c *cli) parse(fs *flag.FlagSet, args []string, nargs int) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if nargs >= 0 && fs.NArg() != nargs {
+		if fs.NArg() > nargs {
+			return &usageError{fmt.Sprintf("%s: unexpected argument %q (flags go before arguments)", fs.Name(), fs.Arg(nargs))}
+		}
+		return &usageError{fmt.Sprintf("%s: missing argument", fs.Name())}
+	}
+	return nil
+}
+
+// loadConfig loads --config, else $HOOKBOX_CONFIG, else the local-sink
+// defaults (local = true).
+func (c *cli) loadConfig(path string, getenv func(string) string) (cfg config.Config, local bool, err error) {
+	if path == "" {
+		path = c.getenv("HOOKBOX_CONFIG")
+	}
+	if path == "" {
+		return config.LocalSink(), true, nil
+	}
+	cfg, err = config.Load(path, getenv)
+	if err != nil {
+		return config.Config{}, false, err
+	}
+	return cfg, false, nil
+}
+
+// openStore opens an existing store for the read commands.
+func (c *cli) openStore(path string) (*store.DB, error) {
+	// Reading the store needs its path, not the secrets: a read command run
+	// without the service's environment must still work.
+	cfg, _, err := c.loadConfig(path, func(k string) string {
+		if v := c.getenv(k); v != "" {
+			return v
+		}
+		return "unset"
+	})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(cfg.Store.Path); err != nil {
+		return nil, fmt.Errorf("no store at %s (start hookbox serve there first, or pass --config): %w", cfg.Store.Path, err)
+	}
+	return store.Open(cfg.Store.Path, store.Options{Synchronous: cfg.Store.Synchronous, Logger: zerolog.Nop()})
+}
+
+func (c *cli) check(args []string) error {
+	fs := c.flags("check")
+	path := fs.String("config", "", "config file to check (default $HOOKBOX_CONFIG)")
+	if err := c.parse(fs, args, 0); err != nil {
+		return err
+	}
+	if *path == "" {
+		*path = c.getenv("HOOKBOX_CONFIG")
+	}
+	if *path == "" {
+		return &usageError{"check: --config is required"}
+	}
+	cfg, err := config.Load(*path, c.getenv)
+	if err != nil {
+		var list interface{ Unwrap() []error }
+		if errors.As(err, &list) {
+			for _, e := range list.Unwrap() {
+				fmt.Fprintln(c.stderr, e)
+			}
+			return fmt.Errorf("%s: %d problem(s)", *path, len(list.Unwrap()))
+		}
+		return err
+	}
+	if _, err := buildSources(cfg); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "%s: ok (%d sources, %d targets, listen %s, store %s)\n",
+		*path, len(cfg.Sources), len(cfg.Targets), cfg.Server.Listen, cfg.Store.Path)
+	return nil
+}
+
+// eventLine is the --json form of an event, one a line.
+type eventLine struct {
+	ID           int64          `json:"id"`
+	Source       string         `json:"source"`
+	EventID      string         `json:"event_id"`
+	Type         string         `json:"type"`
+	ReceivedAt   string         `json:"received_at"`
+	Redeliveries int64          `json:"redeliveries"`
+	Conflicts    int64          `json:"conflicts"`
+	BodySize     int64          `json:"body_size"`
+	Swept        bool           `json:"swept,omitempty"`
+	Deliveries   []deliveryLine `json:"deliveries"`
+}
+
+type deliveryLine struct {
+	Target    string        `json:"target"`
+	Status    string        `json:"status"`
+	Attempts  int           `json:"attempts"`
+	LastError string        `json:"last_error"`
+	NextAt    string        `json:"next_at,omitempty"`
+	DoneAt    string        `json:"done_at,omitempty"`
+	History   []attemptLine `json:"history,omitempty"`
+}
+
+type attemptLine struct {
+	Attempt    int    `json:"attempt"`
+	StartedAt  string `json:"started_at"`
+	DurationMS int64  `json:"duration_ms"`
+	Outcome    string `json:"outcome"`
+	HTTPStatus int    `json:"http_status,omitempty"`
+	ExitCode   *int   `json:"exit_code,omitempty"`
+	Error      string `json:"error,omitempty"`
+	Output     string `json:"output,omitempty"`
+}
+
+func rfc(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func toDeliveryLines(ds []queue.Delivery) []deliveryLine {
+	out := make([]deliveryLine, 0, len(ds))
+	for _, d := range ds {
+		l := deliveryLine{Target: d.Target, Status: d.Status, Attempts: d.Attempts, LastError: d.LastError, DoneAt: rfc(d.DoneAt)}
+		if d.Status == queue.Pending || d.Status == queue.Retrying {
+			l.NextAt = rfc(d.RunAt)
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+func (c *cli) events(ctx context.Context, args []string) error {
+	fs := c.flags("events")
+	path := fs.String("config", "", "config file (default $HOOKBOX_CONFIG)")
+	source := fs.String("source", "", "only this source")
+	status := fs.String("status", "", "only events with a delivery in this status (pending, running, retrying, done, dead, skipped)")
+	limit := fs.Int("limit", 50, "at most this many events (0: all)")
+	asJSON := fs.Bool("json", false, "one JSON object a line")
+	if err := c.parse(fs, args, 0); err != nil {
+		return err
+	}
+	switch *status {
+	case "", queue.Pending, queue.Running, queue.Retrying, queue.Done, queue.Dead, queue.Skipped:
+	default:
+		return &usageError{fmt.Sprintf("events: --status %q: want pending, running, retrying, done, dead or skipped", *status)}
+	}
+	if *limit < 0 {
+		return &usageError{"events: --limit must be 0 or more"}
+	}
+	db, err := c.openStore(*path)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	list, err := dedupe.New(db).List(ctx, dedupe.Filter{Source: *source, Status: *status, Limit: *limit})
+	if err != nil {
+		return err
+	}
+	ids := make([]int64, len(list))
+	for i, e := range list {
+		ids[i] = e.ID
+	}
+	deliveries, err := queue.New(db).Deliveries(ctx, ids)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(c.stdout)
+		for _, e := range list {
+			if err := enc.Encode(eventLine{
+				ID: e.ID, Source: e.Source, EventID: e.EventID, Type: e.Type, ReceivedAt: rfc(e.ReceivedAt),
+				Redeliveries: e.Redeliveries, Conflicts: e.Conflicts, BodySize: e.BodySize, Swept: e.Swept,
+				Deliveries: toDeliveryLines(deliveries[e.ID]),
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tRECEIVED\tSOURCE\tEVENT ID\tTYPE\tREDELIVERIES\tDELIVERIES")
+	for _, e := range list {
+		var ds []string
+		for _, d := range deliveries[e.ID] {
+			ds = append(ds, fmt.Sprintf("%s:%s(%d)", d.Target, d.Status, d.Attempts))
+		}
+		dl := strings.Join(ds, " ")
+		if dl == "" {
+			dl = "-"
+		}
+		typ := e.Type
+		if typ == "" {
+			typ = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", e.ID, rfc(e.ReceivedAt), e.Source, e.EventID, typ, e.Redeliveries, dl)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(c.stderr, "no events stored yet")
+	}
+	return nil
+}
+
+func (c *cli) event(ctx context.Context, args []string) error {
+	fs := c.flags("event")
+	path := fs.String("config", "", "config file (default $HOOKBOX_CONFIG)")
+	body := fs.Bool("body", false, "write the raw body bytes exactly, nothing else")
+	asJSON := fs.Bool("json", false, "one JSON object")
+	if err := c.parse(fs, args, 1); err != nil {
+		return err
+	}
+	id, err := strconv.ParseInt(fs.Arg(0), 10, 64)
+	if err != nil || id <= 0 {
+		return &usageError{fmt.Sprintf("event: %q is not an event number (see the ID column of hookbox events)", fs.Arg(0))}
+	}
+	db, err := c.openStore(*path)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	e, err := dedupe.New(db).Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if *body {
+		if e.Swept {
+			return fmt.Errorf("event %d: the body was removed by retention", id)
+		}
+		_, err := c.stdout.Write(e.Body)
+		return err
+	}
+	q := queue.New(db)
+	dmap, err := q.Deliveries(ctx, []int64{id})
+	if err != nil {
+		return err
+	}
+	lines := toDeliveryLines(dmap[id])
+	for i, d := range dmap[id] {
+		attempts, err := q.Attempts(ctx, d.ID)
+		if err != nil {
+			return err
+		}
+		for _, a := range attempts {
+			lines[i].History = append(lines[i].History, attemptLine{
+				Attempt: a.Number, StartedAt: a.StartedAt.UTC().Format(time.RFC3339Nano), DurationMS: a.Duration.Milliseconds(),
+				Outcome: a.Outcome, HTTPStatus: a.HTTPStatus, ExitCode: a.ExitCode, Error: a.Error, Output: a.Output,
+			})
+		}
+	}
+	if *asJSON {
+		return json.NewEncoder(c.stdout).Encode(struct {
+			eventLine
+			LastSeenAt  string              `json:"last_seen_at,omitempty"`
+			ContentType string              `json:"content_type"`
+			Headers     map[string][]string `json:"headers"`
+		}{
+			eventLine: eventLine{ID: e.ID, Source: e.Source, EventID: e.EventID, Type: e.Type, ReceivedAt: rfc(e.ReceivedAt),
+				Redeliveries: e.Redeliveries, Conflicts: e.Conflicts, BodySize: e.BodySize, Swept: e.Swept, Deliveries: lines},
+			LastSeenAt: rfc(e.LastSeenAt), ContentType: e.ContentType, Headers: e.Headers,
+		})
+	}
+	w := c.stdout
+	fmt.Fprintf(w, "event %d\n  source:       %s\n  event id:     %s\n  type:         %s\n  received:     %s\n  body:         %d bytes (%s)\n",
+		e.ID, e.Source, e.EventID, e.Type, rfc(e.ReceivedAt), e.BodySize, orDash(e.ContentType))
+	fmt.Fprintf(w, "  redeliveries: %d", e.Redeliveries)
+	if !e.LastSeenAt.IsZero() {
+		fmt.Fprintf(w, " (last %s)", rfc(e.LastSeenAt))
+	}
+	if e.Conflicts > 0 {
+		fmt.Fprintf(w, ", %d with a different body", e.Conflicts)
+	}
+	fmt.Fprintln(w)
+	if e.Swept {
+		fmt.Fprintln(w, "  payload and headers removed by retention")
+	}
+	if len(e.Headers) > 0 {
+		fmt.Fprintln(w, "headers:")
+		for _, k := range slices.Sorted(maps.Keys(e.Headers)) {
+			for _, v := range e.Headers[k] {
+				fmt.Fprintf(w, "  %s: %s\n", k, v)
+			}
+		}
+	}
+	if len(lines) == 0 {
+		fmt.Fprintln(w, "deliveries: none (no target matches this source and type)")
+	} else {
+		fmt.Fprintln(w, "deliveries:")
+	}
+	for _, d := range lines {
+		fmt.Fprintf(w, "  %s: %s after %d attempt(s)", d.Target, d.Status, d.Attempts)
+		if d.NextAt != "" {
+			fmt.Fprintf(w, ", next at %s", d.NextAt)
+		}
+		if d.DoneAt != "" {
+			fmt.Fprintf(w, ", at %s", d.DoneAt)
+		}
+		fmt.Fprintln(w)
+		if d.LastError != "" {
+			fmt.Fprintf(w, "    last error: %s\n", d.LastError)
+		}
+		for _, a := range d.History {
+			fmt.Fprintf(w, "    #%d %s %s %dms", a.Attempt, a.StartedAt, a.Outcome, a.DurationMS)
+			if a.HTTPStatus != 0 {
+				fmt.Fprintf(w, " http %d", a.HTTPStatus)
+			}
+			if a.ExitCode != nil {
+				fmt.Fprintf(w, " exit %d", *a.ExitCode)
+			}
+			if a.Error != "" {
+				fmt.Fprintf(w, " error: %s", a.Error)
+			}
+			fmt.Fprintln(w)
+			if a.Output != "" {
+				for _, l := range strings.Split(strings.TrimRight(a.Output, "\n"), "\n") {
+					fmt.Fprintf(w, "       | %s\n", l)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// deadLine is the --json form of a dead letter.
+type deadLine struct {
+	ID        int64  `json:"id"`
+	Event     int64  `json:"event"`
+	Source    string `json:"source"`
+	EventID   string `json:"event_id"`
+	Type      string `json:"type"`
+	Target    string `json:"target"`
+	Attempts  int    `json:"attempts"`
+	Error     string `json:"error"`
+	DeadAt    string `json:"dead_at"`
+	AlertedAt string `json:"alerted_at,omitempty"`
+	RevivedAt string `json:"revived_at,omitempty"`
+}
+
+func (c *cli) dead(ctx context.Context, args []string) error {
+	fs := c.flags("dead")
+	path := fs.String("config", "", "config file (default $HOOKBOX_CONFIG)")
+	asJSON := fs.Bool("json", false, "one JSON object a line")
+	all := fs.Bool("all", false, "include dead letters already revived by a redelivery or replay")
+	limit := fs.Int("limit", 0, "at most this many (0: all)")
+	if err := c.parse(fs, args, 0); err != nil {
+		return err
+	}
+	db, err := c.openStore(*path)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	list, err := queue.New(db).DeadLetters(ctx, *all, *limit)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(c.stdout)
+		for _, d := range list {
+			if err := enc.Encode(deadLine{ID: d.ID, Event: d.Event, Source: d.Source, EventID: d.EventID, Type: d.Type, Target: d.Target,
+				Attempts: d.Attempts, Error: d.Error, DeadAt: rfc(d.DeadAt), AlertedAt: rfc(d.AlertedAt), RevivedAt: rfc(d.RevivedAt)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "EVENT\tDEAD AT\tSOURCE\tEVENT ID\tTARGET\tATTEMPTS\tERROR")
+	for _, d := range list {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", d.Event, rfc(d.DeadAt), d.Source, d.EventID, d.Target, d.Attempts, d.Error)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(c.stderr, "no dead letters")
+	}
+	return nil
+}
+
+func (c *cli) replay(ctx context.Context, args []string) error {
+	fs := c.flags("replay")
+	path := fs.String("config", "", "config file (default $HOOKBOX_CONFIG)")
+	dead := fs.Bool("dead", false, "replay every dead delivery")
+	since := fs.String("since", "", "replay events received at or after this time (RFC3339, or a duration ago like 2h or 7d)")
+	until := fs.String("until", "", "with --since: received before this time")
+	target := fs.String("target", "", "only deliveries to this target")
+	if err := c.parse(fs, args, -1); err != nil {
+		return err
+	}
+	var sel queue.ReplaySelector
+	sel.DeadOnly, sel.Target = *dead, *target
+	switch fs.NArg() {
+	case 0:
+	case 1:
+		id, err := strconv.ParseInt(fs.Arg(0), 10, 64)
+		if err != nil || id <= 0 {
+			return &usageError{fmt.Sprintf("replay: %q is not an event number", fs.Arg(0))}
+		}
+		sel.Event = id
+	default:
+		return &usageError{"replay: give at most one event number"}
+	}
+	now := time.Now()
+	var err error
+	if sel.Since, err = parseWhen(*since, now); err != nil {
+		return &usageError{"replay: --since: " + err.Error()}
+	}
+	if sel.Until, err = parseWhen(*until, now); err != nil {
+		return &usageError{"replay: --until: " + err.Error()}
+	}
+	if sel.Event == 0 && !sel.DeadOnly && sel.Since.IsZero() {
+		return &usageError{"replay: give an event number, --dead, or --since"}
+	}
+	db, err := c.openStore(*path)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	n, err := queue.New(db).Replay(ctx, sel, now)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "%d deliveries queued again; a running hookbox picks them up within a second\n", n)
+	return nil
+}
+
+// parseWhen parses an RFC3339 time or a duration before now ("2h", "7d").
+func parseWhen(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	d, err := config.ParseDuration(s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is neither an RFC3339 time nor a duration like 2h or 7d", s)
+	}
+	return now.Add(-d), nil
+}
+
+func (c *cli) version(args []string) error {
+	fs := c.flags("version")
+	if err := c.parse(fs, args, 0); err != nil {
+		return err
+	}
+	rev := commit
+	if info, ok := debug.ReadBuildInfo(); ok && rev == "" {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				rev = s.Value
+			}
+		}
+	}
+	if rev == "" {
+		rev = "unknown"
+	}
+	fmt.Fprintf(c.stdout, "hookbox %s\ncommit %s\n%s %s/%s\n", version, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return nil
+}

@@ -1,0 +1,257 @@
+// Package config decodes and validates hookbox's TOML configuration.
+//
+// A config is decoded over DefaultConfig, so absent keys keep their defaults.
+// Load and Parse report every problem at once, each as a *ValidationError
+// naming the key and, where it can be found, its line.
+package config
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the whole hookbox configuration.
+type Config struct {
+	Server    Server    `toml:"server"`
+	Store     Store     `toml:"store"`
+	Delivery  Delivery  `toml:"delivery"`
+	Alert     Alert     `toml:"alert"`
+	Retention Retention `toml:"retention"`
+	Sources   []Source  `toml:"source"`
+	Targets   []Target  `toml:"target"`
+}
+
+// Server configures the HTTP receiver.
+//
+// Unlike the no-config mode, which only ever listens on loopback, a config
+// may set Listen to any address: writing one is the explicit opt-in. A config
+// without any [[source]] still accepts every request unsigned, so Parse only
+// allows that on a loopback address.
+type Server struct {
+	Listen            string   `toml:"listen"`              // default "127.0.0.1:8080"
+	MaxBody           Size     `toml:"max_body"`            // default 1MiB
+	MaxHeaderBytes    Size     `toml:"max_header_bytes"`    // default 64KiB
+	ReadHeaderTimeout Duration `toml:"read_header_timeout"` // default 5s
+	ReadTimeout       Duration `toml:"read_timeout"`        // default 30s
+	WriteTimeout      Duration `toml:"write_timeout"`       // default 30s
+	IdleTimeout       Duration `toml:"idle_timeout"`        // default 120s
+	ShutdownTimeout   Duration `toml:"shutdown_timeout"`    // default 10s
+}
+
+// Store configures the SQLite database.
+type Store struct {
+	Path        string `toml:"path"`        // default "hookbox.db", relative to the working directory
+	Synchronous string `toml:"synchronous"` // "full" (default) | "normal" | "off"; lowercased by Parse
+}
+
+// Delivery configures the worker pool and the retry schedule.
+type Delivery struct {
+	Workers     int      `toml:"workers"`      // default 4, 1..256
+	MaxAttempts int      `toml:"max_attempts"` // default 5; then the delivery is dead
+	Backoff     Duration `toml:"backoff"`      // default 2s: first retry delay, doubling each attempt
+	MaxBackoff  Duration `toml:"max_backoff"`  // default 10m, >= Backoff
+	Lease       Duration `toml:"lease"`        // default 5m; greater than every target's timeout
+	Grace       Duration `toml:"grace"`        // default 10s: how long running attempts may finish at shutdown
+}
+
+// Alert is called once for each delivery that goes dead. With neither URL
+// nor Command set, no alert is sent.
+type Alert struct {
+	URL     string     `toml:"url"`
+	Command StringList `toml:"command"` // argv; URL and Command are mutually exclusive
+	Timeout Duration   `toml:"timeout"` // default 10s
+}
+
+// Retention configures the sweeper.
+type Retention struct {
+	Payloads Duration `toml:"payloads"` // default 30d: raw bodies and headers of finished events are dropped after this
+	Dedupe   Duration `toml:"dedupe"`   // default 90d: dedupe keys (event rows) are kept this long; >= Payloads
+	Interval Duration `toml:"interval"` // default 1h: how often the sweeper runs
+}
+
+// Source is one [[source]]: a sender posting to /hooks/{Name}.
+type Source struct {
+	Name      string     `toml:"name"`       // required, unique, [A-Za-z0-9._-]{1,64}
+	Verify    string     `toml:"verify"`     // stripe | github | shopify | slack | standard | gitlab | hmac | token | none
+	Secret    StringList `toml:"secret"`     // one value or a list (rotation)
+	SecretEnv StringList `toml:"secret_env"` // names of environment variables holding secrets
+	Insecure  bool       `toml:"insecure"`   // required true for verify = "none"
+	Tolerance Duration   `toml:"tolerance"`  // 0 = scheme default (5m); only for stripe, slack, standard
+	EventID   string     `toml:"event_id"`   // "header:Name" | "json:a.b.c" | "body-sha256" | "auto", alternatives separated by ","
+	EventType string     `toml:"event_type"` // same forms except body-sha256; "" = no type (hmac, token, none only)
+	Header    string     `toml:"header"`     // hmac, token: the header carrying the signature or token
+	Algorithm string     `toml:"algorithm"`  // hmac: "sha256" (default) | "sha1" | "sha512"
+	Encoding  string     `toml:"encoding"`   // hmac: "hex" (default) | "base64"
+	Prefix    string     `toml:"prefix"`     // hmac: stripped from the header value, e.g. "sha256="
+	MaxBody   Size       `toml:"max_body"`   // 0 = server.max_body
+
+	// Secrets holds the resolved secrets: the Secret values followed by the
+	// values of the SecretEnv variables, in order. Never log it.
+	Secrets []string `toml:"-"`
+}
+
+// Target is one [[target]]: where events of its sources are delivered.
+type Target struct {
+	Name        string            `toml:"name"`         // required, unique
+	Source      string            `toml:"source"`       // set Source or Sources; each names a [[source]]
+	Sources     []string          `toml:"sources"`      //
+	URL         string            `toml:"url"`          // exactly one of URL and Command; absolute http(s)
+	Command     []string          `toml:"command"`      // argv, never a shell string
+	Env         map[string]string `toml:"env"`          // extra environment for Command
+	Timeout     Duration          `toml:"timeout"`      // default 10s for URL, 30s for Command
+	Events      []string          `toml:"events"`       // path.Match globs on the event type; empty = all
+	MaxAttempts int               `toml:"max_attempts"` // 0 = delivery.max_attempts
+}
+
+// SourceNames returns the names of the sources t receives from.
+func (t Target) SourceNames() []string {
+	if t.Source == "" {
+		return slices.Clone(t.Sources)
+	}
+	return append([]string{t.Source}, t.Sources...)
+}
+
+// Matches reports whether an event of the given source and type is delivered
+// to t. With Events set, an event without a type never matches.
+func (t Target) Matches(source, eventType string) bool {
+	if source != t.Source && !slices.Contains(t.Sources, source) {
+		return false
+	}
+	if len(t.Events) == 0 {
+		return true
+	}
+	if eventType == "" {
+		return false
+	}
+	for _, pat := range t.Events {
+		// Patterns were checked by Parse; a bad one matches nothing.
+		if ok, _ := path.Match(pat, eventType); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// DefaultConfig returns the defaults that a config file is decoded over.
+func DefaultConfig() Config {
+	return Config{
+		Server: Server{
+			Listen:            "127.0.0.1:8080",
+			MaxBody:           1 << 20,
+			MaxHeaderBytes:    64 << 10,
+			ReadHeaderTimeout: Duration(5 * time.Second),
+			ReadTimeout:       Duration(30 * time.Second),
+			WriteTimeout:      Duration(30 * time.Second),
+			IdleTimeout:       Duration(120 * time.Second),
+			ShutdownTimeout:   Duration(10 * time.Second),
+		},
+		Store: Store{
+			Path:        "hookbox.db",
+			Synchronous: "full",
+		},
+		Delivery: Delivery{
+			Workers:     4,
+			MaxAttempts: 5,
+			Backoff:     Duration(2 * time.Second),
+			MaxBackoff:  Duration(10 * time.Minute),
+			Lease:       Duration(5 * time.Minute),
+			Grace:       Duration(10 * time.Second),
+		},
+		Alert: Alert{
+			Timeout: Duration(10 * time.Second),
+		},
+		Retention: Retention{
+			Payloads: Duration(30 * 24 * time.Hour),
+			Dedupe:   Duration(90 * 24 * time.Hour),
+			Interval: Duration(time.Hour),
+		},
+	}
+}
+
+// LocalSink is the no-config default: listen on 127.0.0.1:8080, store in
+// ./hookbox.db, no sources and no targets. The receiver treats "no sources"
+// as: accept any /hooks/{name} unsigned, with event_id "auto".
+func LocalSink() Config {
+	return DefaultConfig()
+}
+
+// Load reads the file at path and returns Parse's result for it. getenv
+// resolves secret_env (os.Getenv when nil). A read error is returned wrapped;
+// problems in the file come back as Parse describes.
+func Load(path string, getenv func(string) string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(path, data, getenv)
+}
+
+// Parse decodes data over DefaultConfig, resolves secrets through getenv
+// (os.Getenv when nil), fills preset defaults and validates the result. name
+// is used in messages. On failure it returns an errors.Join of
+// *ValidationError, one for each problem found, ordered by line; the
+// returned Config is then not usable.
+func Parse(name string, data []byte, getenv func(string) string) (Config, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	p := newProblems(name)
+	cfg := DefaultConfig()
+	decode(p, data, &cfg)
+	if !p.fatal {
+		validate(p, &cfg, getenv)
+	}
+	if err := p.err(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// ValidationError names one bad key.
+type ValidationError struct {
+	File  string // the name given to Parse or Load
+	Field string // e.g. "source[2].secret_env", "delivery.backoff", "target[billing].source"; "" for syntax errors
+	Value string // the offending value, "" for missing; never a secret value
+	Line  int    // 1-based line where known, else 0
+	Msg   string
+}
+
+// Error formats e as `config.toml:12: source[0].verify = "stirpe": unknown scheme …`.
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	switch {
+	case e.File != "" && e.Line > 0:
+		fmt.Fprintf(&b, "%s:%d: ", e.File, e.Line)
+	case e.File != "":
+		fmt.Fprintf(&b, "%s: ", e.File)
+	case e.Line > 0:
+		fmt.Fprintf(&b, "line %d: ", e.Line)
+	}
+	if e.Field != "" {
+		b.WriteString(e.Field)
+		if e.Value != "" {
+			b.WriteString(" = ")
+			b.WriteString(literal(e.Value))
+		}
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// literal writes numbers and booleans bare and everything else quoted, as
+// they would appear in the file.
+func literal(v string) string {
+	if v == "true" || v == "false" {
+		return v
+	}
+	if _, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return v
+	}
+	return strconv.Quote(v)
+}

@@ -1,0 +1,445 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// schemes lists the values of source.verify.
+var schemes = []string{"stripe", "github", "shopify", "slack", "standard", "gitlab", "hmac", "token", "none"}
+
+// preset holds the defaults a verify scheme brings.
+type preset struct {
+	eventID, eventType string
+	timestamp          bool // the scheme signs a timestamp, so tolerance applies
+}
+
+var presets = map[string]preset{
+	"stripe":   {"json:id", "json:type", true},
+	"github":   {"header:X-GitHub-Delivery", "header:X-GitHub-Event", false},
+	"shopify":  {"header:X-Shopify-Webhook-Id", "header:X-Shopify-Topic", false},
+	"slack":    {"json:event_id", "json:event.type", true},
+	"standard": {"header:webhook-id,header:svix-id", "json:type", true},
+	"gitlab":   {"header:X-Gitlab-Event-UUID", "header:X-Gitlab-Event", false},
+	"hmac":     {},
+	"token":    {},
+	"none":     {},
+}
+
+var (
+	nameRe    = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+	envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// validName reports whether n may name a source or target. "." and ".."
+// are refused: they would not survive as a path segment of /hooks/{name}.
+func validName(n string) bool {
+	return nameRe.MatchString(n) && n != "." && n != ".."
+}
+
+func validate(p *problems, cfg *Config, getenv func(string) string) {
+	validateServer(scope{p, "server", "server"}, &cfg.Server)
+	validateStore(scope{p, "store", "store"}, &cfg.Store)
+	validateDelivery(scope{p, "delivery", "delivery"}, &cfg.Delivery)
+	validateAlert(scope{p, "alert", "alert"}, &cfg.Alert)
+	validateRetention(scope{p, "retention", "retention"}, &cfg.Retention)
+
+	names := make([]string, len(cfg.Sources))
+	for i, s := range cfg.Sources {
+		names[i] = s.Name
+	}
+	scopes := elementScopes(p, "source", names)
+	seen := make(map[string]string)
+	for i := range cfg.Sources {
+		sc := scopes[i]
+		checkName(sc, cfg.Sources[i].Name, seen)
+		validateSource(sc, &cfg.Sources[i], getenv)
+	}
+	if len(cfg.Sources) == 0 && !p.failed["source"] && !isLoopback(cfg.Server.Listen) {
+		p.add("server.listen", "server.listen", cfg.Server.Listen,
+			"a config without [[source]] accepts every request unsigned, so it may only listen on loopback; add a [[source]] or listen on 127.0.0.1")
+	}
+
+	names = make([]string, len(cfg.Targets))
+	for i, t := range cfg.Targets {
+		names[i] = t.Name
+	}
+	scopes = elementScopes(p, "target", names)
+	seen = make(map[string]string)
+	for i := range cfg.Targets {
+		sc := scopes[i]
+		t := &cfg.Targets[i]
+		checkName(sc, t.Name, seen)
+		validateTarget(sc, t, cfg.Sources)
+		if t.Timeout >= cfg.Delivery.Lease && cfg.Delivery.Lease > 0 {
+			// Point at the lease if the file sets it, else at the timeout.
+			key := "delivery.lease"
+			if _, ok := p.lines[key]; !ok {
+				key = sc.key + ".timeout"
+			}
+			p.add(key, "delivery.lease", cfg.Delivery.Lease.String(), fmt.Sprintf(
+				"must be greater than %s.timeout (%s): a delivery running longer than the lease is presumed crashed and run again",
+				sc.label, t.Timeout))
+		}
+	}
+}
+
+func checkName(sc scope, name string, seen map[string]string) {
+	switch {
+	case name == "":
+		sc.add("name", "", "required")
+	case !validName(name):
+		sc.add("name", name, "want 1 to 64 of A-Z a-z 0-9 . _ - (and not \".\" or \"..\")")
+	case seen[name] != "":
+		sc.addf("name", name, "duplicate name (also %s)", seen[name])
+	default:
+		seen[name] = sc.key
+	}
+}
+
+// present reports whether field is set, counting a value that was set but
+// failed to decode: its problem is already reported, and "required" would
+// only mislead.
+func (s scope) present(field string, set bool) bool {
+	return set || s.p.failed[s.key+"."+field]
+}
+
+func positive(sc scope, field string, d Duration) {
+	if d <= 0 {
+		sc.add(field, d.String(), "must be greater than 0")
+	}
+}
+
+func validateServer(sc scope, s *Server) {
+	if _, port, err := net.SplitHostPort(s.Listen); err != nil {
+		sc.add("listen", s.Listen, `want host:port, e.g. "127.0.0.1:8080" or ":8080"`)
+	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		sc.add("listen", s.Listen, "port must be a number from 0 to 65535")
+	}
+	if s.MaxBody <= 0 {
+		sc.add("max_body", s.MaxBody.String(), "must be greater than 0")
+	}
+	if s.MaxHeaderBytes <= 0 {
+		sc.add("max_header_bytes", s.MaxHeaderBytes.String(), "must be greater than 0")
+	}
+	positive(sc, "read_header_timeout", s.ReadHeaderTimeout)
+	positive(sc, "read_timeout", s.ReadTimeout)
+	positive(sc, "write_timeout", s.WriteTimeout)
+	positive(sc, "idle_timeout", s.IdleTimeout)
+	positive(sc, "shutdown_timeout", s.ShutdownTimeout)
+}
+
+func isLoopback(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func validateStore(sc scope, s *Store) {
+	if s.Path == "" {
+		sc.add("path", "", "required")
+	}
+	s.Synchronous = strings.ToLower(s.Synchronous)
+	switch s.Synchronous {
+	case "full", "normal", "off":
+	default:
+		sc.add("synchronous", s.Synchronous, `want one of "full", "normal", "off"`)
+	}
+}
+
+func validateDelivery(sc scope, d *Delivery) {
+	if d.Workers < 1 || d.Workers > 256 {
+		sc.add("workers", strconv.Itoa(d.Workers), "want 1 to 256")
+	}
+	if d.MaxAttempts < 1 {
+		sc.add("max_attempts", strconv.Itoa(d.MaxAttempts), "must be at least 1")
+	}
+	positive(sc, "backoff", d.Backoff)
+	if d.MaxBackoff < d.Backoff {
+		sc.addf("max_backoff", d.MaxBackoff.String(), "must be at least delivery.backoff (%s)", d.Backoff)
+	}
+	positive(sc, "lease", d.Lease)
+}
+
+func validateAlert(sc scope, a *Alert) {
+	if sc.present("url", a.URL != "") && sc.present("command", a.Command != nil) {
+		sc.add("command", "", "set url or command, not both")
+	}
+	if a.URL != "" {
+		checkURL(sc, "url", a.URL)
+	}
+	if a.Command != nil {
+		checkCommand(sc, a.Command)
+	}
+	positive(sc, "timeout", a.Timeout)
+}
+
+func validateRetention(sc scope, r *Retention) {
+	positive(sc, "payloads", r.Payloads)
+	if r.Dedupe < r.Payloads {
+		sc.addf("dedupe", r.Dedupe.String(),
+			"must be at least retention.payloads (%s): a redelivery must still be recognised while its payload is kept", r.Payloads)
+	}
+	positive(sc, "interval", r.Interval)
+}
+
+func checkURL(sc scope, field, raw string) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		sc.add(field, "", "not a valid URL")
+		return
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		// Redacted: a URL may carry a password; it is not echoed.
+		sc.add(field, u.Redacted(), "want an absolute http:// or https:// URL")
+	}
+}
+
+func checkCommand(sc scope, argv []string) {
+	switch {
+	case len(argv) == 0:
+		sc.add("command", "", "must not be empty (want an argv array, e.g. [\"/usr/local/bin/notify\"])")
+	case argv[0] == "":
+		sc.add("command", "", "the program (first element) must not be empty")
+	}
+}
+
+func validateSource(sc scope, s *Source, getenv func(string) string) {
+	scheme := s.Verify
+	pre, known := presets[scheme]
+	switch {
+	case scheme == "":
+		sc.add("verify", "", "required (want one of "+strings.Join(schemes, ", ")+")")
+	case !known:
+		sc.add("verify", scheme, "unknown scheme (want one of "+strings.Join(schemes, ", ")+")")
+	}
+
+	// Secrets: never put a secret value in a message, only where it came from.
+	s.Secrets = nil
+	for i, v := range s.Secret {
+		if v == "" {
+			sc.addf("secret", "", "value %d is empty", i+1)
+			continue
+		}
+		s.Secrets = append(s.Secrets, v)
+	}
+	for _, name := range s.SecretEnv {
+		if !envNameRe.MatchString(name) {
+			sc.add("secret_env", name, "not a valid environment variable name")
+			continue
+		}
+		v := getenv(name)
+		if v == "" {
+			sc.addf("secret_env", name, "environment variable %s is unset or empty", name)
+			continue
+		}
+		s.Secrets = append(s.Secrets, v)
+	}
+
+	if s.MaxBody < 0 {
+		sc.add("max_body", s.MaxBody.String(), "must not be negative")
+	}
+	if !known {
+		return
+	}
+
+	hasSecret := sc.present("secret", len(s.Secret) > 0) || sc.present("secret_env", len(s.SecretEnv) > 0)
+	if scheme == "none" {
+		if !s.Insecure {
+			sc.add("insecure", "", `must be true for verify = "none": requests are accepted unsigned`)
+		}
+		if hasSecret {
+			sc.add("secret", "", `verify = "none" takes no secret`)
+		}
+	} else {
+		if !hasSecret {
+			sc.addf("secret", "", "required for verify = %q (set secret or secret_env)", scheme)
+		}
+		if s.Insecure {
+			sc.add("insecure", "true", `only for verify = "none"`)
+		}
+	}
+
+	if scheme == "hmac" || scheme == "token" {
+		if s.Header == "" {
+			sc.addf("header", "", "required for verify = %q (the header carrying the %s)", scheme,
+				map[string]string{"hmac": "signature", "token": "token"}[scheme])
+		} else if !validHeaderName(s.Header) {
+			sc.add("header", s.Header, "not a valid header name")
+		}
+	} else if s.Header != "" {
+		sc.addf("header", s.Header, `only for verify = "hmac" or "token" (%q fixes its header)`, scheme)
+	}
+
+	if scheme == "hmac" {
+		s.Algorithm = strings.ToLower(s.Algorithm)
+		s.Encoding = strings.ToLower(s.Encoding)
+		if s.Algorithm == "" {
+			s.Algorithm = "sha256"
+		}
+		if s.Encoding == "" {
+			s.Encoding = "hex"
+		}
+		if s.Algorithm != "sha256" && s.Algorithm != "sha1" && s.Algorithm != "sha512" {
+			sc.add("algorithm", s.Algorithm, `want one of "sha256", "sha1", "sha512"`)
+		}
+		if s.Encoding != "hex" && s.Encoding != "base64" {
+			sc.add("encoding", s.Encoding, `want "hex" or "base64"`)
+		}
+	} else {
+		for _, kv := range [][2]string{{"algorithm", s.Algorithm}, {"encoding", s.Encoding}, {"prefix", s.Prefix}} {
+			if kv[1] != "" {
+				sc.add(kv[0], kv[1], `only for verify = "hmac"`)
+			}
+		}
+	}
+
+	if s.Tolerance != 0 && !pre.timestamp {
+		sc.addf("tolerance", s.Tolerance.String(), "%q signs no timestamp (tolerance applies to stripe, slack, standard)", scheme)
+	}
+
+	if s.EventID == "" {
+		s.EventID = pre.eventID
+	}
+	if s.EventType == "" {
+		s.EventType = pre.eventType
+	}
+	if s.EventID == "" {
+		sc.addf("event_id", "", `required for verify = %q (e.g. "json:id" or "header:X-Event-Id")`, scheme)
+	} else if norm, msg := checkEventSpec(s.EventID, true); msg != "" {
+		sc.add("event_id", s.EventID, msg)
+	} else {
+		s.EventID = norm
+	}
+	if s.EventType != "" {
+		if norm, msg := checkEventSpec(s.EventType, false); msg != "" {
+			sc.add("event_type", s.EventType, msg)
+		} else {
+			s.EventType = norm
+		}
+	}
+}
+
+// checkEventSpec checks "header:Name", "json:a.b.c", "body-sha256" (event_id
+// only) and "auto", alone or as ","-separated alternatives, and returns the
+// spec with spaces around the alternatives removed, or a message.
+func checkEventSpec(spec string, isID bool) (string, string) {
+	const want = `want "header:Name", "json:a.b.c", "body-sha256" or "auto", alternatives separated by ","`
+	alts := strings.Split(spec, ",")
+	for i, a := range alts {
+		a = strings.TrimSpace(a)
+		alts[i] = a
+		switch {
+		case a == "":
+			return "", "empty alternative (" + want + ")"
+		case a == "auto":
+		case a == "body-sha256":
+			if !isID {
+				return "", `"body-sha256" is only for event_id`
+			}
+		case strings.HasPrefix(a, "header:"):
+			if !validHeaderName(a[len("header:"):]) {
+				return "", fmt.Sprintf("%q: want a header name after \"header:\"", a)
+			}
+		case strings.HasPrefix(a, "json:"):
+			p := a[len("json:"):]
+			if p == "" || slices.Contains(strings.Split(p, "."), "") {
+				return "", fmt.Sprintf("%q: want a dot-separated path after \"json:\", e.g. \"json:data.id\"", a)
+			}
+		default:
+			return "", fmt.Sprintf("%q: %s", a, want)
+		}
+	}
+	return strings.Join(alts, ","), ""
+}
+
+// validHeaderName reports whether h is an HTTP field name (RFC 9110 token).
+func validHeaderName(h string) bool {
+	if h == "" {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+func validateTarget(sc scope, t *Target, sources []Source) {
+	known := make(map[string]bool, len(sources))
+	for _, s := range sources {
+		known[s.Name] = true
+	}
+	hasSource, hasSources := sc.present("source", t.Source != ""), sc.present("sources", len(t.Sources) > 0)
+	switch {
+	case hasSource && hasSources:
+		sc.add("sources", "", "set source or sources, not both")
+	case !hasSource && !hasSources:
+		sc.add("source", "", `required (set source = "name" or sources = ["a", "b"])`)
+	case t.Source != "":
+		if !known[t.Source] {
+			sc.add("source", t.Source, "no [[source]] has this name")
+		}
+	default:
+		for i, n := range t.Sources {
+			if !known[n] {
+				sc.add("sources", n, "no [[source]] has this name")
+			} else if slices.Contains(t.Sources[:i], n) {
+				sc.add("sources", n, "listed twice")
+			}
+		}
+	}
+
+	hasURL, hasCommand := sc.present("url", t.URL != ""), sc.present("command", t.Command != nil)
+	switch {
+	case hasURL && hasCommand:
+		sc.add("command", "", "set url or command, not both")
+	case !hasURL && !hasCommand:
+		sc.add("url", "", `required: set url or command`)
+	case hasURL:
+		checkURL(sc, "url", t.URL)
+		if t.Env != nil {
+			sc.add("env", "", "only for command targets")
+		}
+	default:
+		checkCommand(sc, t.Command)
+	}
+	for _, name := range sortedKeys(t.Env) {
+		if !envNameRe.MatchString(name) {
+			sc.add("env", name, "not a valid environment variable name (want [A-Za-z_][A-Za-z0-9_]*)")
+		}
+	}
+
+	if t.Timeout == 0 {
+		t.Timeout = Duration(10 * time.Second)
+		if t.Command != nil {
+			t.Timeout = Duration(30 * time.Second)
+		}
+	}
+	for _, pat := range t.Events {
+		if pat == "" {
+			sc.add("events", "", "empty pattern")
+		} else if _, err := path.Match(pat, ""); err != nil {
+			sc.add("events", pat, "not a valid glob pattern")
+		}
+	}
+	if t.MaxAttempts < 0 {
+		sc.add("max_attempts", strconv.Itoa(t.MaxAttempts), "must not be negative (0 = delivery.max_attempts)")
+	}
+}

@@ -1,0 +1,348 @@
+// Command hookbox is a durable inbox for webhooks: it verifies, dedupes and
+// stores every webhook in SQLite before answering 200, then delivers each
+// one to local commands and URLs with retries and a dead-letter table.
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"hookbox/config"
+	"hookbox/dedupe"
+	"hookbox/queue"
+	"hookbox/receiver"
+	"hookbox/store"
+)
+
+// Set at build time with -ldflags "-X main.version=… -X main.commit=…".
+var (
+	version = "dev"
+	commit  = ""
+)
+
+func main() {
+	err := run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+	switch {
+	case err == nil:
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(2)
+	default:
+		var ue *usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintln(os.Stderr, "hookbox:", err)
+			os.Exit(2)
+		}
+		fmt.Fprintln(os.Stderr, "hookbox:", err)
+		os.Exit(1)
+	}
+}
+
+// Main holds the configuration and the long-lived parts of a running
+// hookbox, wired by hand.
+type Main struct {
+	Config    config.Config
+	LocalSink bool // no config file: accept anything, deliver nowhere
+	Logger    zerolog.Logger
+	Now       func() time.Time
+	// AlertBackoff, when set, replaces the alerter's first wait between
+	// tries of a failed alert (it doubles after each further failure).
+	AlertBackoff time.Duration
+
+	DB       *store.DB
+	Events   *dedupe.Store
+	Queue    *queue.Queue
+	Pool     *queue.Pool
+	Alerter  *queue.Alerter
+	Receiver *receiver.Server
+	Metrics  *Metrics
+
+	cancel  context.CancelFunc
+	serveCh chan error
+	sweeper chan struct{}
+}
+
+// NewMain returns a Main for cfg.
+func NewMain(cfg config.Config, logger zerolog.Logger) *Main {
+	return &Main{Config: cfg, Logger: logger, Now: time.Now}
+}
+
+// Run opens the store, starts the workers, the alerter and the sweeper,
+// and starts serving HTTP. It returns once the listener is bound; Close
+// stops everything.
+func (m *Main) Run(ctx context.Context) (err error) {
+	ctx, m.cancel = context.WithCancel(ctx)
+	defer func() {
+		if err != nil {
+			m.Close()
+		}
+	}()
+	cfg := m.Config
+	m.DB, err = store.Open(cfg.Store.Path, store.Options{
+		Synchronous: cfg.Store.Synchronous,
+		Logger:      m.component("store"),
+	})
+	if err != nil {
+		return err
+	}
+	m.Events = dedupe.New(m.DB)
+	m.Queue = queue.New(m.DB)
+	m.Metrics = NewMetrics(m.Queue, m.Now)
+
+	targets, err := buildTargets(cfg)
+	if err != nil {
+		return err
+	}
+	notifier, err := buildNotifier(cfg.Alert)
+	if err != nil {
+		return err
+	}
+	if notifier != nil {
+		m.Alerter = queue.NewAlerter(m.Queue, notifier, m.component("alert"), m.Now)
+		if m.AlertBackoff > 0 {
+			m.Alerter.Backoff = m.AlertBackoff
+		}
+	}
+	m.Pool = queue.NewPool(m.Queue, queue.PoolConfig{
+		Workers:     cfg.Delivery.Workers,
+		MaxAttempts: cfg.Delivery.MaxAttempts,
+		Lease:       cfg.Delivery.Lease.D(),
+		Grace:       cfg.Delivery.Grace.D(),
+		Retry:       queue.Retry{Backoff: cfg.Delivery.Backoff.D(), MaxBackoff: cfg.Delivery.MaxBackoff.D()},
+		Targets:     targets,
+		Alerting:    m.Alerter != nil,
+		OnDead: func() {
+			m.Metrics.Dead.Add(1)
+			if m.Alerter != nil {
+				m.Alerter.Wake()
+			}
+		},
+		OnDone: m.Metrics.ObserveDone,
+		Now:    m.Now,
+		Logger: m.component("queue"),
+	})
+
+	routes := newRouter(cfg)
+	m.Events.OnNew = func(tx *sql.Tx, ev *dedupe.Event) error {
+		names := routes.targets(ev.Source, ev.Type)
+		if len(names) == 0 {
+			return nil
+		}
+		return m.Queue.EnqueueTx(context.Background(), tx, ev.ID, names, ev.ReceivedAt)
+	}
+	m.Events.OnDuplicate = func(tx *sql.Tx, id int64, now time.Time) (int64, error) {
+		return m.Queue.ReviveTx(context.Background(), tx, id, now)
+	}
+
+	sources, err := buildSources(cfg)
+	if err != nil {
+		return err
+	}
+	m.Receiver = receiver.New(receiver.Config{
+		Sources:           sources,
+		AnySource:         m.LocalSink,
+		MaxBody:           cfg.Server.MaxBody.Int(),
+		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout.D(),
+		ReadTimeout:       cfg.Server.ReadTimeout.D(),
+		WriteTimeout:      cfg.Server.WriteTimeout.D(),
+		IdleTimeout:       cfg.Server.IdleTimeout.D(),
+		MaxHeaderBytes:    int(cfg.Server.MaxHeaderBytes.Int()),
+		Metrics:           m.Metrics,
+		Now:               m.Now,
+		Logger:            m.component("receiver"),
+	}, &ingester{events: m.Events, routes: routes, pool: m.Pool})
+	m.Metrics.Receiver = &m.Receiver.Counters
+
+	if err := m.Pool.Start(ctx); err != nil {
+		return err
+	}
+	if m.Alerter != nil {
+		m.Alerter.Start(ctx)
+	}
+	m.sweeper = make(chan struct{})
+	go m.sweep(ctx)
+
+	if err := m.Receiver.Listen(cfg.Server.Listen); err != nil {
+		return err
+	}
+	m.serveCh = make(chan error, 1)
+	go func() { m.serveCh <- m.Receiver.Serve() }()
+	return nil
+}
+
+// Addr is the receiver's bound address.
+func (m *Main) Addr() string { return m.Receiver.Addr().String() }
+
+// Err returns a channel that yields the HTTP server's error if it stops on its own.
+func (m *Main) Err() <-chan error { return m.serveCh }
+
+// Close stops accepting requests, lets in-flight requests commit, stops the
+// workers (finishing or releasing running attempts), and closes the store.
+// It returns the first error.
+func (m *Main) Close() error {
+	var first error
+	keep := func(err error) {
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	if m.Receiver != nil && m.serveCh != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), orDefault(m.Config.Server.ShutdownTimeout.D(), 10*time.Second))
+		keep(m.Receiver.Shutdown(ctx))
+		cancel()
+	}
+	if m.Pool != nil {
+		m.Pool.Stop()
+	}
+	if m.Alerter != nil {
+		m.Alerter.Stop()
+	}
+	if m.cancel != nil {
+		m.cancel()
+	}
+	if m.sweeper != nil {
+		<-m.sweeper
+	}
+	if m.DB != nil {
+		keep(m.DB.Close())
+	}
+	return first
+}
+
+func (m *Main) component(name string) zerolog.Logger {
+	return m.Logger.With().Str("component", name).Logger()
+}
+
+// sweep runs retention: bodies of finished events after Retention.Payloads,
+// dedupe keys after Retention.Dedupe. Errors are logged; the loop goes on.
+func (m *Main) sweep(ctx context.Context) {
+	defer close(m.sweeper)
+	r := m.Config.Retention
+	interval := orDefault(r.Interval.D(), time.Hour)
+	log := m.component("sweeper")
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		now := m.Now()
+		swept, deleted, err := m.Events.Sweep(ctx, now.Add(-r.Payloads.D()), now.Add(-r.Dedupe.D()), 500)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Error().Err(err).Msg("retention sweep failed; will retry")
+			}
+			continue
+		}
+		if swept > 0 || deleted > 0 {
+			log.Info().Int64("payloads_dropped", swept).Int64("events_deleted", deleted).Msg("retention sweep")
+		}
+	}
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// serve runs hookbox until SIGINT/SIGTERM; a second signal exits at once.
+func (c *cli) serve(ctx context.Context, args []string) error {
+	fs := c.flags("serve")
+	cfgPath := fs.String("config", "", "config file (default $HOOKBOX_CONFIG; none: local sink)")
+	level := fs.String("log-level", "info", "debug, info, warn or error")
+	format := fs.String("log-format", "auto", "json, console or auto (console on a terminal)")
+	if err := c.parse(fs, args, 0); err != nil {
+		return err
+	}
+	cfg, local, err := c.loadConfig(*cfgPath, c.getenv)
+	if err != nil {
+		return err
+	}
+	logger, err := newLogger(c.stderr, *level, *format)
+	if err != nil {
+		return err
+	}
+	m := NewMain(cfg, logger)
+	m.LocalSink = local
+
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
+	if err := m.Run(ctx); err != nil {
+		return err
+	}
+	c.banner(m)
+	select {
+	case sig := <-sigs:
+		logger.Info().Str("signal", sig.String()).Msg("shutting down: no new requests, finishing in-flight work")
+	case err := <-m.Err():
+		m.Close()
+		return err
+	}
+	go func() {
+		<-sigs
+		logger.Warn().Msg("second signal: exiting now; running deliveries will be retried at the next start")
+		os.Exit(1)
+	}()
+	if err := m.Close(); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	logger.Info().Msg("stopped")
+	return nil
+}
+
+func (c *cli) banner(m *Main) {
+	addr := m.Addr()
+	w := c.stdout
+	if !m.LocalSink {
+		fmt.Fprintf(w, "hookbox %s listening on http://%s (store %s, %d sources, %d targets)\n",
+			version, addr, m.Config.Store.Path, len(m.Config.Sources), len(m.Config.Targets))
+		return
+	}
+	fmt.Fprintf(w, `hookbox %s: local sink (no config), storing every request in %s, delivering nowhere.
+  send:  curl -sS http://%s/hooks/demo -H 'Content-Type: application/json' -d '{"id":"evt_1","type":"demo.created"}'
+  look:  hookbox events            (or: go run . events)
+         hookbox event --body ID   (the raw bytes)
+  Any /hooks/{name} is accepted unsigned; the event id comes from the usual headers
+  (webhook-id, X-GitHub-Delivery, Idempotency-Key, ...) or a JSON "id", else one is generated.
+  Give a config (--config or $HOOKBOX_CONFIG) to verify signatures and deliver.
+`, version, m.Config.Store.Path, addr)
+}
+
+func newLogger(w io.Writer, level, format string) (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil || level == "" {
+		return zerolog.Logger{}, &usageError{fmt.Sprintf("--log-level %q: want debug, info, warn or error", level)}
+	}
+	switch format {
+	case "json":
+	case "console":
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
+	case "auto":
+		if f, ok := w.(*os.File); ok && isTerminal(f) {
+			w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
+		}
+	default:
+		return zerolog.Logger{}, &usageError{fmt.Sprintf("--log-format %q: want json, console or auto", format)}
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+}
+
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,397 @@
+// Package receiver is hookbox's HTTP side: POST /hooks/{source} verifies a
+// webhook's signature on the raw bytes, finds its event id and hands it to
+// the store, answering only after the store says the write is durable.
+package receiver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"hookbox/signature"
+)
+
+// Event is a verified webhook, ready to store.
+type Event struct {
+	Source      string
+	EventID     string
+	Type        string
+	ContentType string
+	ReceivedAt  time.Time
+	Headers     http.Header
+	Body        []byte
+}
+
+// Result is what the store did with an event.
+type Result struct {
+	Duplicate bool
+	Conflict  bool // a duplicate whose body differs
+}
+
+// Store durably stores events. Ingest returns only after the write is
+// durable; an error means nothing was written.
+type Store interface {
+	Ingest(ctx context.Context, e *Event) (Result, error)
+}
+
+// Source is one configured sender.
+type Source struct {
+	Name      string
+	Verifier  signature.Verifier
+	EventID   Location
+	EventType Location
+	MaxBody   int64 // 0: the server's
+	// Slack answers url_verification requests with their challenge.
+	Slack bool
+	// Redact lists headers whose values are secrets (token schemes): they
+	// are stored as "[redacted]".
+	Redact []string
+}
+
+// Config configures a Server.
+type Config struct {
+	Sources []Source
+	// AnySource accepts any /hooks/{name} unsigned, with event id and type
+	// found automatically (the no-config local sink).
+	AnySource bool
+	MaxBody   int64
+
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	MaxHeaderBytes    int
+
+	// Metrics, if set, is served at GET /metrics.
+	Metrics http.Handler
+	Now     func() time.Time
+	Logger  zerolog.Logger
+}
+
+// Counters are the receiver's running totals.
+type Counters struct {
+	Accepted   atomic.Int64
+	Duplicates atomic.Int64
+	Conflicts  atomic.Int64
+	Rejected   atomic.Int64 // 4xx
+	Failed     atomic.Int64 // 503
+}
+
+// Server receives webhooks.
+type Server struct {
+	cfg      Config
+	sources  map[string]*Source
+	store    Store
+	log      zerolog.Logger
+	auto     *Source
+	http     *http.Server
+	ln       net.Listener
+	Counters Counters
+}
+
+var sourceName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// New returns a server storing into st.
+func New(cfg Config, st Store) *Server {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = 1 << 20
+	}
+	s := &Server{cfg: cfg, store: st, log: cfg.Logger, sources: make(map[string]*Source, len(cfg.Sources))}
+	for i := range cfg.Sources {
+		src := &cfg.Sources[i]
+		if src.MaxBody <= 0 {
+			src.MaxBody = cfg.MaxBody
+		}
+		s.sources[src.Name] = src
+	}
+	if cfg.AnySource {
+		auto, _ := ParseLocation("auto")
+		s.auto = &Source{EventID: auto, EventType: auto, MaxBody: cfg.MaxBody}
+	}
+	s.http = &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: orDefault(cfg.ReadHeaderTimeout, 5*time.Second),
+		ReadTimeout:       orDefault(cfg.ReadTimeout, 30*time.Second),
+		WriteTimeout:      orDefault(cfg.WriteTimeout, 30*time.Second),
+		IdleTimeout:       orDefault(cfg.IdleTimeout, 120*time.Second),
+		MaxHeaderBytes:    cfg.MaxHeaderBytes,
+		ErrorLog:          nil,
+	}
+	if s.http.MaxHeaderBytes <= 0 {
+		s.http.MaxHeaderBytes = 64 << 10
+	}
+	return s
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// Listen binds addr, so that a bind error surfaces at once.
+func (s *Server) Listen(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", addr, err)
+	}
+	s.ln = ln
+	return nil
+}
+
+// Addr is the bound address (useful with port 0).
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Serve serves until Shutdown; it returns nil after a clean shutdown.
+func (s *Server) Serve() error {
+	if err := s.http.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+// Shutdown stops accepting connections and waits for in-flight requests
+// (and so their commits) until ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error {
+	return s.http.Shutdown(ctx)
+}
+
+// Error is an HTTP error with a message safe to send.
+type Error struct {
+	Status     int
+	Msg        string
+	RetryAfter int // seconds, for 503
+	Err        error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return e.Msg + ": " + e.Err.Error()
+	}
+	return e.Msg
+}
+func (e *Error) Unwrap() error { return e.Err }
+
+// ServeHTTP routes requests. Paths are matched on the decoded path without
+// cleaning, so /hooks/../x and /hooks/%2e%2e are unknown sources, never
+// another route.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.URL.Path == "/healthz":
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	case r.URL.Path == "/metrics" && s.cfg.Metrics != nil:
+		s.cfg.Metrics.ServeHTTP(w, r)
+	case strings.HasPrefix(r.URL.Path, "/hooks/"):
+		s.handleHook(w, r)
+	default:
+		s.writeError(w, r, &Error{Status: http.StatusNotFound, Msg: "not found: webhooks are received at POST /hooks/{source}"})
+	}
+}
+
+type acceptBody struct {
+	Status  string `json:"status"`
+	EventID string `json:"event_id"`
+}
+
+func (s *Server) handleHook(w http.ResponseWriter, r *http.Request) {
+	name := strings.TrimPrefix(r.URL.Path, "/hooks/")
+	src, err := s.source(name)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		s.writeError(w, r, &Error{Status: http.StatusMethodNotAllowed, Msg: "method " + r.Method + " not allowed: use POST"})
+		return
+	}
+	ev, err := s.read(w, r, src, name)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if ev == nil {
+		return // answered (Slack url_verification)
+	}
+	res, err := s.store.Ingest(r.Context(), ev)
+	if err != nil {
+		s.writeError(w, r, &Error{Status: http.StatusServiceUnavailable, Msg: "could not store the event; nothing was kept, send it again", RetryAfter: 5, Err: err})
+		return
+	}
+	status := "accepted"
+	if res.Duplicate {
+		status = "duplicate"
+		s.Counters.Duplicates.Add(1)
+		if res.Conflict {
+			s.Counters.Conflicts.Add(1)
+			s.log.Warn().Str("source", ev.Source).Str("event_id", ev.EventID).Msg("redelivery with a different body (kept the first)")
+		}
+	} else {
+		s.Counters.Accepted.Add(1)
+	}
+	writeJSON(w, http.StatusOK, acceptBody{Status: status, EventID: ev.EventID})
+}
+
+func (s *Server) source(name string) (*Source, error) {
+	if src, ok := s.sources[name]; ok {
+		return src, nil
+	}
+	if s.auto != nil && sourceName.MatchString(name) && name != "." && name != ".." {
+		return s.auto, nil
+	}
+	return nil, &Error{Status: http.StatusNotFound, Msg: "unknown source " + strconv.Quote(name)}
+}
+
+// read reads, verifies and identifies a request. It returns nil, nil when
+// it has answered the request itself.
+func (s *Server) read(w http.ResponseWriter, r *http.Request, src *Source, name string) (*Event, error) {
+	if r.ContentLength > src.MaxBody {
+		return nil, &Error{Status: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("body of %d bytes is over the limit of %d", r.ContentLength, src.MaxBody)}
+	}
+	body, err := readBody(w, r, src.MaxBody)
+	if err != nil {
+		return nil, err
+	}
+	now := s.cfg.Now()
+	if src.Verifier != nil {
+		if err := src.Verifier.Verify(r.Header, body, now); err != nil {
+			return nil, &Error{Status: http.StatusUnauthorized, Msg: "signature check failed: " + err.Error()}
+		}
+	}
+	var doc any
+	var docErr error
+	decoded := false
+	getDoc := func() (any, error) {
+		if !decoded {
+			doc, docErr = decodeJSON(body)
+			decoded = true
+		}
+		return doc, docErr
+	}
+	if src.Slack {
+		if d, err := getDoc(); err == nil {
+			if m, ok := d.(map[string]any); ok && m["type"] == "url_verification" {
+				challenge, _ := m["challenge"].(string)
+				writeJSON(w, http.StatusOK, map[string]string{"challenge": challenge})
+				return nil, nil
+			}
+		}
+	}
+	id, err := src.EventID.extract(r.Header, body, getDoc, true)
+	if err != nil {
+		return nil, &Error{Status: http.StatusBadRequest, Msg: "no event id: looked in " + src.EventID.String() + detail(err)}
+	}
+	if err := validValue(id); err != nil {
+		return nil, &Error{Status: http.StatusBadRequest, Msg: "event id from " + src.EventID.String() + " " + err.Error()}
+	}
+	typ := ""
+	if len(src.EventType) > 0 {
+		typ, err = src.EventType.extract(r.Header, body, getDoc, false)
+		if err != nil && !errors.Is(err, errNotFound) {
+			return nil, &Error{Status: http.StatusBadRequest, Msg: "event type: looked in " + src.EventType.String() + detail(err)}
+		}
+		if err := validValue(typ); err != nil {
+			return nil, &Error{Status: http.StatusBadRequest, Msg: "event type from " + src.EventType.String() + " " + err.Error()}
+		}
+	}
+	headers := r.Header.Clone()
+	for _, h := range src.Redact {
+		if headers.Get(h) != "" {
+			headers.Set(h, "[redacted]")
+		}
+	}
+	source := src.Name
+	if src == s.auto {
+		source = name
+	}
+	return &Event{
+		Source:      source,
+		EventID:     id,
+		Type:        typ,
+		ContentType: r.Header.Get("Content-Type"),
+		ReceivedAt:  now,
+		Headers:     headers,
+		Body:        body,
+	}, nil
+}
+
+func detail(err error) string {
+	if errors.Is(err, errNotFound) {
+		return ""
+	}
+	return ": " + err.Error()
+}
+
+// readBody reads at most limit bytes, answering 413 past it whatever the
+// Content-Length claimed.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	rd := http.MaxBytesReader(w, r.Body, limit)
+	n := r.ContentLength
+	if n < 0 || n > limit {
+		n = 512
+	}
+	buf := make([]byte, 0, n+1)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		m, err := rd.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				return nil, &Error{Status: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("body is over the limit of %d bytes", limit)}
+			}
+			return nil, &Error{Status: http.StatusBadRequest, Msg: "could not read the body", Err: err}
+		}
+	}
+}
+
+// writeError is the one place errors become HTTP answers: the sender gets
+// the short message, the log gets the detail.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var e *Error
+	if !errors.As(err, &e) {
+		e = &Error{Status: http.StatusInternalServerError, Msg: "internal error", Err: err}
+	}
+	ev := s.log.Debug()
+	switch {
+	case e.Status >= 500:
+		s.Counters.Failed.Add(1)
+		ev = s.log.Error()
+	case e.Status == http.StatusUnauthorized:
+		s.Counters.Rejected.Add(1)
+		ev = s.log.Warn()
+	default:
+		s.Counters.Rejected.Add(1)
+	}
+	ev.Int("status", e.Status).Str("path", r.URL.Path).Str("remote", r.RemoteAddr).AnErr("cause", e.Err).Msg(e.Msg)
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	writeJSON(w, e.Status, map[string]string{"error": e.Msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"hookbox/config"
+	"hookbox/dedupe"
+	"hookbox/handlers"
+	"hookbox/queue"
+	"hookbox/receiver"
+	"hookbox/signature"
+)
+
+// ingester joins the receiver to the event store and wakes the workers
+// after a commit that queued work.
+type ingester struct {
+	events *dedupe.Store
+	routes *router
+	pool   *queue.Pool
+}
+
+func (i *ingester) Ingest(ctx context.Context, e *receiver.Event) (receiver.Result, error) {
+	ev := dedupe.Event{
+		Source:      e.Source,
+		EventID:     e.EventID,
+		Type:        e.Type,
+		ReceivedAt:  e.ReceivedAt,
+		ContentType: e.ContentType,
+		Headers:     e.Headers,
+		Body:        e.Body,
+	}
+	res, err := i.events.Ingest(ctx, &ev)
+	if err != nil {
+		return receiver.Result{}, err
+	}
+	if (!res.Duplicate && i.routes.any(ev.Source)) || res.Revived > 0 {
+		i.pool.Notify()
+	}
+	return receiver.Result{Duplicate: res.Duplicate, Conflict: res.Conflict}, nil
+}
+
+// router finds the targets of an event.
+type router struct {
+	bySource map[string][]config.Target
+}
+
+func newRouter(cfg config.Config) *router {
+	r := &router{bySource: map[string][]config.Target{}}
+	for _, t := range cfg.Targets {
+		for _, s := range t.SourceNames() {
+			r.bySource[s] = append(r.bySource[s], t)
+		}
+	}
+	return r
+}
+
+func (r *router) any(source string) bool { return len(r.bySource[source]) > 0 }
+
+func (r *router) targets(source, typ string) []string {
+	var names []string
+	for _, t := range r.bySource[source] {
+		if t.Matches(source, typ) {
+			names = append(names, t.Name)
+		}
+	}
+	return names
+}
+
+// buildSources turns [[source]] into receiver sources with their verifiers.
+func buildSources(cfg config.Config) ([]receiver.Source, error) {
+	out := make([]receiver.Source, 0, len(cfg.Sources))
+	for _, s := range cfg.Sources {
+		v, err := signature.New(signature.Options{
+			Scheme:    s.Verify,
+			Secrets:   s.Secrets,
+			Tolerance: s.Tolerance.D(),
+			Header:    s.Header,
+			Algorithm: s.Algorithm,
+			Encoding:  s.Encoding,
+			Prefix:    s.Prefix,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("source %s: %w", s.Name, err)
+		}
+		id, err := receiver.ParseLocation(s.EventID)
+		if err != nil {
+			return nil, fmt.Errorf("source %s: event_id: %w", s.Name, err)
+		}
+		var typ receiver.Location
+		if s.EventType != "" {
+			if typ, err = receiver.ParseLocation(s.EventType); err != nil {
+				return nil, fmt.Errorf("source %s: event_type: %w", s.Name, err)
+			}
+		}
+		src := receiver.Source{
+			Name:      s.Name,
+			Verifier:  v,
+			EventID:   id,
+			EventType: typ,
+			MaxBody:   s.MaxBody.Int(),
+			Slack:     s.Verify == "slack",
+		}
+		switch s.Verify {
+		case "gitlab":
+			src.Redact = []string{"X-Gitlab-Token"}
+		case "token":
+			src.Redact = []string{s.Header}
+		}
+		out = append(out, src)
+	}
+	return out, nil
+}
+
+// deliverer is what both target kinds offer.
+type deliverer interface {
+	Deliver(ctx context.Context, d handlers.Delivery) (handlers.Result, error)
+}
+
+// buildTargets turns [[target]] into queue targets.
+func buildTargets(cfg config.Config) ([]queue.Target, error) {
+	out := make([]queue.Target, 0, len(cfg.Targets))
+	for _, t := range cfg.Targets {
+		var h queue.Handler
+		switch {
+		case t.URL != "":
+			h = handle(handlers.NewURL(t.URL, t.Timeout.D()), false)
+		case len(t.Command) > 0:
+			h = handle(handlers.NewCommand(t.Command, t.Env, t.Timeout.D()), true)
+		default:
+			return nil, fmt.Errorf("target %s: neither url nor command", t.Name)
+		}
+		out = append(out, queue.Target{Name: t.Name, MaxAttempts: t.MaxAttempts, Handler: h})
+	}
+	return out, nil
+}
+
+// handle adapts a handlers target to the queue's Handler.
+func handle(d deliverer, command bool) queue.Handler {
+	return queue.HandlerFunc(func(ctx context.Context, j *queue.Job) queue.Outcome {
+		res, err := d.Deliver(ctx, handlers.Delivery{
+			EventID:     j.EventID,
+			Source:      j.Source,
+			Type:        j.Type,
+			Attempt:     j.Attempt,
+			ReceivedAt:  j.ReceivedAt,
+			ContentType: j.ContentType,
+			Body:        j.Body,
+		})
+		out := queue.Outcome{Err: err, HTTPStatus: res.Status, Output: res.Output}
+		if command {
+			code := res.ExitCode
+			out.ExitCode = &code
+		}
+		var he *handlers.Error
+		if errors.As(err, &he) {
+			out.RetryAfter = he.RetryAfter
+		}
+		return out
+	})
+}
+
+// alertNotifier sends alerts as JSON to a URL or on a command's stdin.
+type alertNotifier struct {
+	url *handlers.URL
+	cmd *handlers.Command
+}
+
+func buildNotifier(a config.Alert) (queue.Notifier, error) {
+	timeout := orDefault(a.Timeout.D(), 10*time.Second)
+	switch {
+	case a.URL != "":
+		return &alertNotifier{url: handlers.NewURL(a.URL, timeout)}, nil
+	case len(a.Command) > 0:
+		return &alertNotifier{cmd: handlers.NewCommand(a.Command, nil, timeout)}, nil
+	}
+	return nil, nil
+}
+
+func (n *alertNotifier) Notify(ctx context.Context, a queue.Alert) error {
+	body, err := json.Marshal(a)
+	if err != nil {
+		return fmt.Errorf("encode alert: %w", err)
+	}
+	if n.url != nil {
+		_, err = n.url.Post(ctx, "application/json", body)
+	} else {
+		_, err = n.cmd.Run(ctx, map[string]string{
+			"HOOKBOX_ALERT_SOURCE":   a.Source,
+			"HOOKBOX_ALERT_EVENT_ID": a.EventID,
+			"HOOKBOX_ALERT_TARGET":   a.Target,
+		}, body)
+	}
+	return err
+}
