@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 )
@@ -72,15 +73,6 @@ func (l Location) String() string {
 		}
 	}
 	return strings.Join(parts, " or ")
-}
-
-func (l Location) needsJSON() bool {
-	for _, p := range l {
-		if p.kind == "json" || p.kind == "auto" {
-			return true
-		}
-	}
-	return false
 }
 
 // autoIDHeaders are the usual places a sender puts its delivery id.
@@ -154,6 +146,12 @@ func decodeJSON(body []byte) (any, error) {
 	var doc any
 	if err := dec.Decode(&doc); err != nil {
 		return nil, fmt.Errorf("body is not valid JSON: %w", err)
+	}
+	// A second value after the first ({"id":"a"} {"id":"b"}) is not JSON:
+	// reading only the first would let hookbox and a target's parser
+	// disagree on the event id.
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("body is not valid JSON: data after the top-level value")
 	}
 	return doc, nil
 }

@@ -1,0 +1,206 @@
+package receiver_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"hookbox/receiver"
+)
+
+// recorder is a Store that keeps what it was given.
+type recorder struct {
+	IngestFn func(ctx context.Context, e *receiver.Event) (receiver.Result, error)
+	got      []*receiver.Event
+}
+
+func (r *recorder) Ingest(ctx context.Context, e *receiver.Event) (receiver.Result, error) {
+	r.got = append(r.got, e)
+	if r.IngestFn != nil {
+		return r.IngestFn(ctx, e)
+	}
+	return receiver.Result{}, nil
+}
+
+func TestParseLocation(t *testing.T) {
+	for _, c := range []struct {
+		in      string
+		want    string // String(), "" for an error
+		wantErr string
+	}{
+		{"header:X-GitHub-Delivery", "header X-Github-Delivery", ""},
+		{"json:id", "JSON field id", ""},
+		{"json:data.object.id", "JSON field data.object.id", ""},
+		{"body-sha256", "body-sha256", ""},
+		{"auto", "auto", ""},
+		{"header:webhook-id, header:svix-id", "header Webhook-Id or header Svix-Id", ""},
+		{"json:event_id,body-sha256", "JSON field event_id or body-sha256", ""},
+		{"header:", "", "header name is empty"},
+		{"json:", "", "empty segment"},
+		{"json:a..b", "", "empty segment"},
+		{"body-sha256:x", "", "takes no argument"},
+		{"query:id", "", "want header:NAME"},
+		{"", "", "want header:NAME"},
+	} {
+		t.Run(c.in, func(t *testing.T) {
+			loc, err := receiver.ParseLocation(c.in)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("ParseLocation(%q) err=%v, want one containing %q", c.in, err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseLocation(%q): %v", c.in, err)
+			}
+			if got := loc.String(); got != c.want {
+				t.Fatalf("String()=%q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+func mustLocation(tb testing.TB, s string) receiver.Location {
+	tb.Helper()
+	if s == "" {
+		return nil
+	}
+	loc, err := receiver.ParseLocation(s)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return loc
+}
+
+func TestExtract(t *testing.T) {
+	sum := sha256.Sum256([]byte(`not json`))
+	long := strings.Repeat("a", receiver.MaxEventIDLen)
+	for _, c := range []struct {
+		name     string
+		id, typ  string
+		headers  map[string]string
+		body     string
+		wantCode int
+		wantID   string
+		wantType string
+		wantErr  string // in the 400 answer
+	}{
+		{name: "Header", id: "header:X-Event-Id", headers: map[string]string{"x-event-id": "h1"}, body: `{}`, wantCode: 200, wantID: "h1"},
+		{name: "JSON nested", id: "json:data.object.id", typ: "json:type", body: `{"type":"a.b","data":{"object":{"id":"obj_1"}}}`, wantCode: 200, wantID: "obj_1", wantType: "a.b"},
+		{name: "JSON number kept as written", id: "json:id", body: `{"id":820982911946154508}`, wantCode: 200, wantID: "820982911946154508"},
+		{name: "JSON float kept as written", id: "json:id", body: `{"id":1.50}`, wantCode: 200, wantID: "1.50"},
+		{name: "First alternative", id: "header:A,header:B", headers: map[string]string{"A": "a1", "B": "b1"}, body: ``, wantCode: 200, wantID: "a1"},
+		{name: "Second alternative", id: "header:A,header:B", headers: map[string]string{"B": "b1"}, body: ``, wantCode: 200, wantID: "b1"},
+		{name: "JSON then header", id: "json:id,header:X-Id", headers: map[string]string{"X-Id": "x1"}, body: `not json`, wantCode: 200, wantID: "x1"},
+		{name: "Body hash", id: "body-sha256", body: `not json`, wantCode: 200, wantID: hex.EncodeToString(sum[:])},
+		{name: "Type from header", id: "json:id", typ: "header:X-Type", headers: map[string]string{"X-Type": "t1"}, body: `{"id":"e"}`, wantCode: 200, wantID: "e", wantType: "t1"},
+		{name: "Type missing is empty", id: "json:id", typ: "json:type", body: `{"id":"e"}`, wantCode: 200, wantID: "e"},
+		{name: "Type unreadable is empty", id: "header:X-Id", typ: "json:type", headers: map[string]string{"X-Id": "x1"}, body: `a=b&c=d`, wantCode: 200, wantID: "x1"},
+		{name: "Longest id", id: "header:X-Id", headers: map[string]string{"X-Id": long}, wantCode: 200, wantID: long},
+
+		{name: "Header missing", id: "header:X-Event-Id", body: `{}`, wantCode: 400, wantErr: "header X-Event-Id"},
+		{name: "JSON field missing", id: "json:id", body: `{"type":"x"}`, wantCode: 400, wantErr: "JSON field id"},
+		{name: "JSON not JSON", id: "json:id", body: `id=1`, wantCode: 400, wantErr: "JSON field id"},
+		{name: "JSON object is no id", id: "json:data", body: `{"data":{"id":"x"}}`, wantCode: 400, wantErr: "JSON field data"},
+		{name: "JSON empty string is no id", id: "json:id", body: `{"id":""}`, wantCode: 400, wantErr: "JSON field id"},
+		{name: "Alternatives named", id: "header:A,json:id", body: `{}`, wantCode: 400, wantErr: "header A or JSON field id"},
+		{name: "Id over 256 bytes", id: "header:X-Id", headers: map[string]string{"X-Id": long + "a"}, wantCode: 400, wantErr: "256"},
+		{name: "Id with LF", id: "json:id", body: `{"id":"a\nb"}`, wantCode: 400, wantErr: "control"},
+		{name: "Id with CR", id: "json:id", body: `{"id":"a\rb"}`, wantCode: 400, wantErr: "control"},
+		{name: "Type with LF", id: "json:id", typ: "json:type", body: `{"id":"a","type":"x\ny"}`, wantCode: 400, wantErr: "control"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st := &recorder{}
+			srv := receiver.New(receiver.Config{
+				Sources: []receiver.Source{{Name: "src", EventID: mustLocation(t, c.id), EventType: mustLocation(t, c.typ)}},
+				Logger:  zerolog.Nop(),
+			}, st)
+			req := httptest.NewRequest(http.MethodPost, "/hooks/src", strings.NewReader(c.body))
+			for k, v := range c.headers {
+				req.Header.Set(k, v)
+			}
+			w := httptest.NewRecorder()
+			srv.ServeHTTP(w, req)
+			if w.Code != c.wantCode {
+				t.Fatalf("status=%d body=%s, want %d", w.Code, w.Body, c.wantCode)
+			}
+			var a struct {
+				Status  string `json:"status"`
+				EventID string `json:"event_id"`
+				Error   string `json:"error"`
+			}
+			if err := json.Unmarshal(w.Body.Bytes(), &a); err != nil {
+				t.Fatalf("answer %q: %v", w.Body, err)
+			}
+			if c.wantCode != 200 {
+				if len(st.got) != 0 {
+					t.Fatalf("stored %d events after %d, want none", len(st.got), w.Code)
+				}
+				if !strings.Contains(a.Error, c.wantErr) {
+					t.Fatalf("error %q, want it to contain %q", a.Error, c.wantErr)
+				}
+				return
+			}
+			if len(st.got) != 1 {
+				t.Fatalf("stored %d events, want 1", len(st.got))
+			}
+			e := st.got[0]
+			if e.EventID != c.wantID || e.Type != c.wantType || a.EventID != c.wantID || string(e.Body) != c.body {
+				t.Fatalf("event id=%q type=%q body=%q (answer %q), want id %q type %q body %q", e.EventID, e.Type, e.Body, a.EventID, c.wantID, c.wantType, c.body)
+			}
+		})
+	}
+}
+
+func TestServer_StoreFailure(t *testing.T) {
+	st := &recorder{IngestFn: func(context.Context, *receiver.Event) (receiver.Result, error) {
+		return receiver.Result{}, errors.New("disk I/O error at /secret/path")
+	}}
+	srv := receiver.New(receiver.Config{
+		Sources: []receiver.Source{{Name: "src", EventID: mustLocation(t, "json:id")}},
+		Logger:  zerolog.Nop(),
+	}, st)
+	w := httptest.NewRecorder()
+	srv.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/hooks/src", strings.NewReader(`{"id":"e1"}`)))
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
+		t.Fatalf("status=%d Retry-After=%q, want 503 with Retry-After", w.Code, w.Header().Get("Retry-After"))
+	}
+	if strings.Contains(w.Body.String(), "/secret/path") {
+		t.Fatalf("503 body %s carries the internal error", w.Body)
+	}
+}
+
+func TestServer_Redact(t *testing.T) {
+	st := &recorder{}
+	srv := receiver.New(receiver.Config{
+		Sources: []receiver.Source{{Name: "src", EventID: mustLocation(t, "json:id"), Redact: []string{"X-Gitlab-Token"}}},
+		Now:     func() time.Time { return time.Unix(1700000000, 0) },
+		Logger:  zerolog.Nop(),
+	}, st)
+	req := httptest.NewRequest(http.MethodPost, "/hooks/src", strings.NewReader(`{"id":"e1"}`))
+	req.Header.Set("X-Gitlab-Token", "tok-secret")
+	w := httptest.NewRecorder()
+	srv.ServeHTTP(w, req)
+	if w.Code != http.StatusOK || len(st.got) != 1 {
+		t.Fatalf("status=%d stored=%d, want 200 and one event", w.Code, len(st.got))
+	}
+	e := st.got[0]
+	if v := e.Headers.Get("X-Gitlab-Token"); v == "tok-secret" || v == "" {
+		t.Fatalf("stored token header %q, want it redacted", v)
+	}
+	if req.Header.Get("X-Gitlab-Token") != "tok-secret" {
+		t.Fatalf("the request's own header was changed")
+	}
+	if !e.ReceivedAt.Equal(time.Unix(1700000000, 0)) {
+		t.Fatalf("received_at=%s, want the injected clock", e.ReceivedAt)
+	}
+}
