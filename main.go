@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -66,6 +67,7 @@ type Main struct {
 	Receiver *receiver.Server
 	Metrics  *Metrics
 
+	lock    *os.File
 	cancel  context.CancelFunc
 	serveCh chan error
 	sweeper chan struct{}
@@ -87,6 +89,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 	}()
 	cfg := m.Config
+	// One serve per store: two would each think the other's running
+	// deliveries were interrupted and run them again.
+	if m.lock, err = lockStore(cfg.Store.Path); err != nil {
+		return err
+	}
 	m.DB, err = store.Open(cfg.Store.Path, store.Options{
 		Synchronous: cfg.Store.Synchronous,
 		Logger:      m.component("store"),
@@ -214,6 +221,10 @@ func (m *Main) Close() error {
 	}
 	if m.DB != nil {
 		keep(m.DB.Close())
+	}
+	if m.lock != nil {
+		keep(m.lock.Close()) // releases the flock
+		m.lock = nil
 	}
 	return first
 }
@@ -345,4 +356,27 @@ func newLogger(w io.Writer, level, format string) (zerolog.Logger, error) {
 func isTerminal(f *os.File) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// lockStore takes an exclusive flock on path+".lock" for the life of the
+// process. (Not on the database file itself: closing any descriptor of that
+// file would drop SQLite's own POSIX locks.)
+func lockStore(path string) (*os.File, error) {
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("lock store: %w", err)
+		}
+	}
+	f, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock store: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("store %s is in use by another hookbox serve: stop it first (the read commands may run beside it)", path)
+		}
+		return nil, fmt.Errorf("lock store %s: %w", path, err)
+	}
+	return f, nil
 }

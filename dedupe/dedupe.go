@@ -70,6 +70,16 @@ func (s *Store) Ingest(ctx context.Context, ev *Event) (Result, error) {
 	return res, nil
 }
 
+const (
+	insertEvent = `INSERT INTO events (source, event_id, type, received_at, content_type, headers, body, body_size)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (source, event_id) DO NOTHING RETURNING id`
+	recordRedelivery = `UPDATE events SET redeliveries = redeliveries + 1, last_seen_at = ?,
+		conflicts = conflicts + (body IS NOT NULL AND body != ?)
+		WHERE source = ? AND event_id = ?
+		RETURNING id, (body IS NOT NULL AND body != ?)`
+)
+
 // IngestTx is Ingest inside the caller's transaction.
 func (s *Store) IngestTx(ctx context.Context, tx *sql.Tx, ev *Event) (Result, error) {
 	headers, err := json.Marshal(ev.Headers)
@@ -82,10 +92,11 @@ func (s *Store) IngestTx(ctx context.Context, tx *sql.Tx, ev *Event) (Result, er
 	}
 	now := ev.ReceivedAt.UnixMilli()
 	var id int64
-	err = tx.QueryRowContext(ctx, `INSERT INTO events (source, event_id, type, received_at, content_type, headers, body, body_size)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (source, event_id) DO NOTHING RETURNING id`,
-		ev.Source, ev.EventID, ev.Type, now, ev.ContentType, headers, body, len(body)).Scan(&id)
+	insert, err := s.db.Stmt(ctx, tx, insertEvent)
+	if err != nil {
+		return Result{}, fmt.Errorf("insert event: %w", err)
+	}
+	err = insert.QueryRowContext(ctx, ev.Source, ev.EventID, ev.Type, now, ev.ContentType, headers, body, len(body)).Scan(&id)
 	switch {
 	case err == nil:
 		ev.ID = id
@@ -102,11 +113,11 @@ func (s *Store) IngestTx(ctx context.Context, tx *sql.Tx, ev *Event) (Result, er
 	}
 
 	var conflict int64
-	err = tx.QueryRowContext(ctx, `UPDATE events SET redeliveries = redeliveries + 1, last_seen_at = ?,
-		conflicts = conflicts + (body IS NOT NULL AND body != ?)
-		WHERE source = ? AND event_id = ?
-		RETURNING id, (body IS NOT NULL AND body != ?)`,
-		now, body, ev.Source, ev.EventID, body).Scan(&id, &conflict)
+	redeliver, err := s.db.Stmt(ctx, tx, recordRedelivery)
+	if err != nil {
+		return Result{}, fmt.Errorf("record redelivery: %w", err)
+	}
+	err = redeliver.QueryRowContext(ctx, now, body, ev.Source, ev.EventID, body).Scan(&id, &conflict)
 	if err != nil {
 		return Result{}, fmt.Errorf("record redelivery: %w", err)
 	}

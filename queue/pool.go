@@ -98,16 +98,28 @@ type Pool struct {
 	log     zerolog.Logger
 
 	wake  chan struct{}
-	slots chan struct{}
-	jobs  chan *Job
+	taken chan struct{} // a worker took a job: there is room to claim more
+	jobs  chan *Job     // claimed jobs, ahead of the workers
+
+	// inflight holds the deliveries claimed by this pool whose completion
+	// is not yet committed; claims skip them.
+	mu       sync.Mutex
+	inflight map[int64]struct{}
+	stopping bool
 
 	stopClaim context.CancelFunc
 	stopRun   context.CancelFunc
 	runCtx    context.Context
-	wg        sync.WaitGroup
+	wg        sync.WaitGroup // workers
+	pending   sync.WaitGroup // completions submitted, not yet committed
 	dispatch  sync.WaitGroup
 	stopOnce  sync.Once
 }
+
+// prefetch is how many claimed jobs may wait for a worker. Claiming ahead
+// lets one claim (one commit) feed many attempts; the lease of a waiting
+// job runs, so the queue stays short.
+func (p *Pool) prefetch() int { return max(2*p.cfg.Workers, 64) }
 
 // NewPool returns a pool over q. Call Start, then Stop.
 func NewPool(q *Queue, cfg PoolConfig) *Pool {
@@ -118,14 +130,15 @@ func NewPool(q *Queue, cfg PoolConfig) *Pool {
 		cfg.Now = time.Now
 	}
 	p := &Pool{
-		q:       q,
-		cfg:     cfg,
-		targets: make(map[string]Target, len(cfg.Targets)),
-		log:     cfg.Logger,
-		wake:    make(chan struct{}, 1),
-		slots:   make(chan struct{}, cfg.Workers),
-		jobs:    make(chan *Job, cfg.Workers),
+		q:        q,
+		cfg:      cfg,
+		targets:  make(map[string]Target, len(cfg.Targets)),
+		log:      cfg.Logger,
+		wake:     make(chan struct{}, 1),
+		taken:    make(chan struct{}, 1),
+		inflight: make(map[int64]struct{}),
 	}
+	p.jobs = make(chan *Job, p.prefetch())
 	for _, t := range cfg.Targets {
 		p.targets[t.Name] = t
 	}
@@ -160,8 +173,10 @@ func (p *Pool) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops claiming, lets running attempts finish within the grace period,
-// then cancels the rest, which are released to run at the next start.
+// Stop stops claiming, puts claimed jobs that have not started back in the
+// queue, lets running attempts finish within the grace period, then cancels
+// the rest, which are released to run at the next start. It returns once
+// every result is committed.
 func (p *Pool) Stop() {
 	p.stopOnce.Do(func() {
 		if p.stopClaim == nil {
@@ -169,6 +184,9 @@ func (p *Pool) Stop() {
 		}
 		p.stopClaim()
 		p.dispatch.Wait()
+		p.mu.Lock()
+		p.stopping = true
+		p.mu.Unlock()
 		close(p.jobs)
 		done := make(chan struct{})
 		go func() { p.wg.Wait(); close(done) }()
@@ -180,52 +198,67 @@ func (p *Pool) Stop() {
 			<-done
 		}
 		p.stopRun()
+		p.pending.Wait()
 	})
 }
 
 func (p *Pool) dispatcher(ctx context.Context) {
 	defer p.dispatch.Done()
-	const maxClaim = 64
-	for {
-		// Wait for one free worker, then take every other free one.
-		select {
-		case p.slots <- struct{}{}:
-		case <-ctx.Done():
-			return
-		}
-		n := 1
-	more:
-		for n < maxClaim {
+	for ctx.Err() == nil {
+		// Claim when at least half the prefetch room is free (or nothing
+		// waits at all), so claims are few and large under load.
+		free := cap(p.jobs) - len(p.jobs)
+		if free < cap(p.jobs)/2 && len(p.jobs) > 0 {
 			select {
-			case p.slots <- struct{}{}:
-				n++
-			default:
-				break more
+			case <-p.taken:
+				continue
+			case <-ctx.Done():
+				return
 			}
 		}
-		jobs, err := p.q.Claim(ctx, n, p.cfg.Lease, p.cfg.Now())
-		if err != nil && ctx.Err() == nil {
-			p.log.Error().Err(err).Msg("claim failed; retrying in 1s")
-		}
-		for _, j := range jobs {
-			p.jobs <- j
-		}
-		for range n - len(jobs) {
-			<-p.slots
-		}
+		jobs, err := p.q.ClaimExcept(ctx, free, p.cfg.Lease, p.cfg.Now(), p.running())
 		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			p.log.Error().Err(err).Msg("claim failed; retrying in 1s")
 			if !sleep(ctx, time.Second) {
 				return
 			}
 			continue
 		}
-		if len(jobs) == n {
+		p.mu.Lock()
+		for _, j := range jobs {
+			p.inflight[j.Delivery] = struct{}{}
+		}
+		p.mu.Unlock()
+		for _, j := range jobs {
+			p.jobs <- j // never blocks: only this goroutine sends, and free was free
+		}
+		if len(jobs) == free {
 			continue // there may be more due work
 		}
 		if !p.waitForWork(ctx) {
 			return
 		}
 	}
+}
+
+// running lists the deliveries this pool holds.
+func (p *Pool) running() []int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ids := make([]int64, 0, len(p.inflight))
+	for id := range p.inflight {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+func (p *Pool) finished(id int64) {
+	p.mu.Lock()
+	delete(p.inflight, id)
+	p.mu.Unlock()
 }
 
 // waitForWork sleeps until woken, until the next delivery is due, or at most
@@ -263,16 +296,38 @@ func sleep(ctx context.Context, d time.Duration) bool {
 func (p *Pool) worker() {
 	defer p.wg.Done()
 	for j := range p.jobs {
+		select {
+		case p.taken <- struct{}{}:
+		default:
+		}
+		p.mu.Lock()
+		stopping := p.stopping
+		p.mu.Unlock()
+		if stopping {
+			p.unclaim(j)
+			continue
+		}
 		p.run(j)
-		<-p.slots
 	}
+}
+
+// unclaim returns a job that never started to the queue.
+func (p *Pool) unclaim(j *Job) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.q.Unclaim(ctx, []*Job{j}, p.cfg.Now()); err != nil {
+		p.log.Error().Err(err).Int64("delivery", j.Delivery).Msg("could not return an unstarted job; it runs after the next start")
+	}
+	p.finished(j.Delivery)
 }
 
 func (p *Pool) run(j *Job) {
 	log := p.log.With().Int64("event", j.Event).Str("source", j.Source).Str("event_id", j.EventID).
 		Str("target", j.Target).Int("attempt", j.Attempt).Logger()
 	start := p.cfg.Now()
+	stopRenew := p.keepLease(j, log)
 	out := p.call(j)
+	stopRenew()
 	now := p.cfg.Now()
 	f := Finish{Attempt: Attempt{
 		Number:     j.Attempt,
@@ -304,10 +359,24 @@ func (p *Pool) run(j *Job) {
 		}
 	}
 	// The final write must survive shutdown: it is what keeps a success
-	// from being run again, and a failure from being lost.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(p.runCtx), 10*time.Second)
-	defer cancel()
-	err := p.q.Complete(ctx, j, f, now)
+	// from being run again, and a failure from being lost. It joins the next
+	// group commit while this worker goes on; the delivery stays in
+	// p.inflight (never claimed again here) until it is durable.
+	p.pending.Add(1)
+	err := p.q.CompleteAsync(context.WithoutCancel(p.runCtx), j, f, now, func(err error) {
+		defer p.pending.Done()
+		p.recorded(j, f, out, err, log)
+	})
+	if err != nil {
+		p.pending.Done()
+		p.recorded(j, f, out, err, log)
+	}
+}
+
+// recorded reports a completion once its write is durable (or failed). It
+// runs on the store's writer goroutine: it must not block.
+func (p *Pool) recorded(j *Job, f Finish, out Outcome, err error, log zerolog.Logger) {
+	p.finished(j.Delivery)
 	switch {
 	case errors.Is(err, ErrStale):
 		log.Warn().Msg("lease was taken over while the attempt ran; its result was not applied")
@@ -334,6 +403,39 @@ func (p *Pool) run(j *Job) {
 		log.Warn().Str("error", f.Attempt.Error).Time("retry_at", f.Next).Msg("attempt failed")
 		p.Notify()
 	}
+}
+
+// keepLease renews j's lease every third of it until the returned stop is
+// called. An attempt may outlast its lease (a command ignoring SIGTERM runs
+// on through the kill grace); without renewal another worker would take the
+// pair over and run it again while this attempt still runs.
+func (p *Pool) keepLease(j *Job, log zerolog.Logger) (stop func()) {
+	if p.cfg.Lease <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		ticker := time.NewTicker(p.cfg.Lease / 3)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ticker.C:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err := p.q.Extend(ctx, j, p.cfg.Lease, p.cfg.Now())
+			cancel()
+			if errors.Is(err, ErrStale) {
+				return
+			}
+			if err != nil {
+				log.Error().Err(err).Msg("renew lease failed; will retry")
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
 }
 
 // call runs the handler under recover, so a bug in one target cannot take

@@ -10,6 +10,7 @@ package queue
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -57,9 +58,12 @@ type Job struct {
 
 // EnqueueTx adds one pending delivery per target for event, inside tx.
 func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, event int64, targets []string, now time.Time) error {
+	st, err := q.db.Stmt(ctx, tx, `INSERT INTO deliveries (event, target, status, run_at, created_at) VALUES (?, ?, 'pending', ?, ?)`)
+	if err != nil {
+		return fmt.Errorf("enqueue: %w", err)
+	}
 	for _, t := range targets {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO deliveries (event, target, status, run_at, created_at) VALUES (?, ?, 'pending', ?, ?)`,
-			event, t, now.UnixMilli(), now.UnixMilli()); err != nil {
+		if _, err := st.ExecContext(ctx, event, t, now.UnixMilli(), now.UnixMilli()); err != nil {
 			return fmt.Errorf("enqueue %s: %w", t, err)
 		}
 	}
@@ -152,12 +156,29 @@ type ReplaySelector struct {
 // Claim leases up to n due deliveries for lease and returns them with their
 // events. A running delivery whose lease has passed is due again.
 func (q *Queue) Claim(ctx context.Context, n int, lease time.Duration, now time.Time) ([]*Job, error) {
+	return q.ClaimExcept(ctx, n, lease, now, nil)
+}
+
+// ClaimExcept is Claim leaving out the deliveries in skip: those this process
+// is still running, whose lease may have passed while they run, so that the
+// same pair never runs twice at once.
+func (q *Queue) ClaimExcept(ctx context.Context, n int, lease time.Duration, now time.Time, skip []int64) ([]*Job, error) {
 	var jobs []*Job
+	skipJSON := "[]"
+	if len(skip) > 0 {
+		b, err := json.Marshal(skip)
+		if err != nil {
+			return nil, fmt.Errorf("claim deliveries: %w", err)
+		}
+		skipJSON = string(b)
+	}
 	err := q.db.Write(ctx, func(tx *sql.Tx) error {
 		jobs = jobs[:0]
-		rows, err := tx.QueryContext(ctx, `UPDATE deliveries SET status = 'running', attempts = attempts + 1, run_at = ?, lease_token = abs(random())
-			WHERE id IN (SELECT id FROM deliveries WHERE status IN ('pending', 'retrying', 'running') AND run_at <= ? ORDER BY run_at, id LIMIT ?)
-			RETURNING id, event, target, attempts, lease_token`, now.Add(lease).UnixMilli(), now.UnixMilli(), n)
+		claim, err := q.db.Stmt(ctx, tx, claimSQL)
+		if err != nil {
+			return err
+		}
+		rows, err := claim.QueryContext(ctx, now.Add(lease).UnixMilli(), now.UnixMilli(), skipJSON, n)
 		if err != nil {
 			return err
 		}
@@ -172,11 +193,14 @@ func (q *Queue) Claim(ctx context.Context, n int, lease time.Duration, now time.
 		if err := rows.Close(); err != nil {
 			return err
 		}
+		load, err := q.db.Stmt(ctx, tx, loadEventSQL)
+		if err != nil {
+			return err
+		}
 		for _, j := range jobs {
 			var recv int64
 			var body []byte
-			if err := tx.QueryRowContext(ctx, `SELECT source, event_id, type, received_at, content_type, body FROM events WHERE id = ?`, j.Event).Scan(
-				&j.Source, &j.EventID, &j.Type, &recv, &j.ContentType, &body); err != nil {
+			if err := load.QueryRowContext(ctx, j.Event).Scan(&j.Source, &j.EventID, &j.Type, &recv, &j.ContentType, &body); err != nil {
 				return fmt.Errorf("load event %d: %w", j.Event, err)
 			}
 			j.ReceivedAt = time.UnixMilli(recv).UTC()
@@ -188,6 +212,38 @@ func (q *Queue) Claim(ctx context.Context, n int, lease time.Duration, now time.
 		return nil, fmt.Errorf("claim deliveries: %w", err)
 	}
 	return jobs, nil
+}
+
+const (
+	// The subquery walks the deliveries_due index in claim order and stops
+	// at the limit; the outer UPDATE touches only those rows.
+	claimSQL = `UPDATE deliveries SET status = 'running', attempts = attempts + 1, run_at = ?, lease_token = abs(random())
+		WHERE id IN (SELECT id FROM deliveries WHERE status IN ('pending', 'retrying', 'running') AND run_at <= ?
+			AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY run_at, id LIMIT ?)
+		RETURNING id, event, target, attempts, lease_token`
+	loadEventSQL = `SELECT source, event_id, type, received_at, content_type, body FROM events WHERE id = ?`
+)
+
+// Unclaim puts jobs that were claimed but never started back in the queue,
+// as they were: their claim does not count as an attempt.
+func (q *Queue) Unclaim(ctx context.Context, jobs []*Job, now time.Time) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	err := q.db.Write(ctx, func(tx *sql.Tx) error {
+		for _, j := range jobs {
+			if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = CASE WHEN attempts <= 1 THEN 'pending' ELSE 'retrying' END,
+				attempts = max(attempts - 1, 0), run_at = ? WHERE id = ? AND lease_token = ? AND status = 'running'`,
+				now.UnixMilli(), j.Delivery, j.Token); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("unclaim deliveries: %w", err)
+	}
+	return nil
 }
 
 // NextDue returns when the earliest queued delivery is due, or false if none is queued.
@@ -243,33 +299,96 @@ type Finish struct {
 	AlertDue bool      // with Dead: queue an alert
 }
 
+// Extend renews a running job's lease to now+lease. It returns ErrStale if
+// the lease was taken over or the delivery is no longer running.
+func (q *Queue) Extend(ctx context.Context, j *Job, lease time.Duration, now time.Time) error {
+	var n int64
+	err := q.db.Write(ctx, func(tx *sql.Tx) error {
+		r, err := tx.ExecContext(ctx, `UPDATE deliveries SET run_at = ? WHERE id = ? AND lease_token = ? AND status = 'running'`,
+			now.Add(lease).UnixMilli(), j.Delivery, j.Token)
+		if err != nil {
+			return err
+		}
+		n, err = r.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("extend lease of delivery %d: %w", j.Delivery, err)
+	}
+	if n == 0 {
+		return ErrStale
+	}
+	return nil
+}
+
 // ErrStale is returned by Complete when the job's lease was taken over: the
 // completion changed nothing but the attempt log.
 var ErrStale = errors.New("lease lost: delivery was reclaimed")
 
 // Complete records the attempt and moves the delivery to done, retrying,
 // dead or (released) back to the queue, only while the job's lease token
-// still matches.
+// still matches. It returns ErrStale if the lease was taken over: then only
+// the attempt log changed.
 func (q *Queue) Complete(ctx context.Context, j *Job, f Finish, now time.Time) error {
-	stale := false
-	err := q.db.Write(ctx, func(tx *sql.Tx) error {
-		var r sql.Result
-		var err error
+	var stale bool
+	err := q.db.Write(ctx, q.completeFn(ctx, j, f, now, &stale))
+	return completeErr(j, err, stale)
+}
+
+// CompleteAsync is Complete without waiting for the commit: done gets
+// Complete's error once the write is durable. done runs on the store's
+// writer goroutine and must be quick. Workers use it so that they go on to
+// the next job while many completions share one commit.
+func (q *Queue) CompleteAsync(ctx context.Context, j *Job, f Finish, now time.Time, done func(error)) error {
+	var stale bool
+	err := q.db.WriteAsync(ctx, q.completeFn(ctx, j, f, now, &stale), func(err error) {
+		done(completeErr(j, err, stale))
+	})
+	if err != nil {
+		return fmt.Errorf("complete delivery %d: %w", j.Delivery, err)
+	}
+	return nil
+}
+
+func completeErr(j *Job, err error, stale bool) error {
+	if err != nil {
+		return fmt.Errorf("complete delivery %d: %w", j.Delivery, err)
+	}
+	if stale {
+		return ErrStale
+	}
+	return nil
+}
+
+const (
+	doneSQL    = `UPDATE deliveries SET status = 'done', done_at = ?, last_error = '' WHERE id = ? AND lease_token = ? AND status = 'running'`
+	releaseSQL = `UPDATE deliveries SET status = 'retrying', run_at = ?, attempts = max(attempts - 1, 0), last_error = ?
+		WHERE id = ? AND lease_token = ? AND status = 'running'`
+	deadSQL    = `UPDATE deliveries SET status = 'dead', done_at = ?, last_error = ? WHERE id = ? AND lease_token = ? AND status = 'running'`
+	retrySQL   = `UPDATE deliveries SET status = 'retrying', run_at = ?, last_error = ? WHERE id = ? AND lease_token = ? AND status = 'running'`
+	attemptSQL = `INSERT INTO attempts (delivery, attempt, started_at, duration_us, outcome, http_status, exit_code, error, output)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	deadLetterSQL = `INSERT INTO dead_letters (delivery, event, target, attempts, error, dead_at, alert_due_at) VALUES (?, ?, ?, ?, ?, ?, ?)`
+)
+
+func (q *Queue) completeFn(ctx context.Context, j *Job, f Finish, now time.Time, stale *bool) func(*sql.Tx) error {
+	return func(tx *sql.Tx) error {
+		*stale = false
 		a := f.Attempt
+		query, args := retrySQL, []any{f.Next.UnixMilli(), a.Error, j.Delivery, j.Token}
 		switch {
 		case a.Outcome == "ok":
-			r, err = tx.ExecContext(ctx, `UPDATE deliveries SET status = 'done', done_at = ?, last_error = '' WHERE id = ? AND lease_token = ? AND status = 'running'`,
-				now.UnixMilli(), j.Delivery, j.Token)
+			query, args = doneSQL, []any{now.UnixMilli(), j.Delivery, j.Token}
 		case f.Release:
-			r, err = tx.ExecContext(ctx, `UPDATE deliveries SET status = 'retrying', run_at = ?, attempts = max(attempts - 1, 0), last_error = ?
-				WHERE id = ? AND lease_token = ? AND status = 'running'`, now.UnixMilli(), a.Error, j.Delivery, j.Token)
+			query, args = releaseSQL, []any{now.UnixMilli(), a.Error, j.Delivery, j.Token}
 		case f.Dead:
-			r, err = tx.ExecContext(ctx, `UPDATE deliveries SET status = 'dead', done_at = ?, last_error = ? WHERE id = ? AND lease_token = ? AND status = 'running'`,
-				now.UnixMilli(), a.Error, j.Delivery, j.Token)
-		default:
-			r, err = tx.ExecContext(ctx, `UPDATE deliveries SET status = 'retrying', run_at = ?, last_error = ? WHERE id = ? AND lease_token = ? AND status = 'running'`,
-				f.Next.UnixMilli(), a.Error, j.Delivery, j.Token)
+			query, args = deadSQL, []any{now.UnixMilli(), a.Error, j.Delivery, j.Token}
 		}
+		st, err := q.db.Stmt(ctx, tx, query)
+		if err != nil {
+			return err
+		}
+		r, err := st.ExecContext(ctx, args...)
 		if err != nil {
 			return err
 		}
@@ -288,13 +407,16 @@ func (q *Queue) Complete(ctx context.Context, j *Job, f Finish, now time.Time) e
 		if a.ExitCode != nil {
 			exit = *a.ExitCode
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO attempts (delivery, attempt, started_at, duration_us, outcome, http_status, exit_code, error, output)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, j.Delivery, a.Number, a.StartedAt.UnixMilli(), a.Duration.Microseconds(),
+		ins, err := q.db.Stmt(ctx, tx, attemptSQL)
+		if err != nil {
+			return err
+		}
+		if _, err := ins.ExecContext(ctx, j.Delivery, a.Number, a.StartedAt.UnixMilli(), a.Duration.Microseconds(),
 			outcome, status, exit, a.Error, a.Output); err != nil {
 			return err
 		}
 		if n == 0 {
-			stale = true
+			*stale = true
 			return nil
 		}
 		if f.Dead {
@@ -302,18 +424,10 @@ func (q *Queue) Complete(ctx context.Context, j *Job, f Finish, now time.Time) e
 			if f.AlertDue {
 				due = now.UnixMilli()
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO dead_letters (delivery, event, target, attempts, error, dead_at, alert_due_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?)`, j.Delivery, j.Event, j.Target, j.Attempt, a.Error, now.UnixMilli(), due); err != nil {
+			if _, err := tx.ExecContext(ctx, deadLetterSQL, j.Delivery, j.Event, j.Target, j.Attempt, a.Error, now.UnixMilli(), due); err != nil {
 				return err
 			}
 		}
 		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("complete delivery %d: %w", j.Delivery, err)
 	}
-	if stale {
-		return ErrStale
-	}
-	return nil
 }

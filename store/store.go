@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -71,6 +72,8 @@ type DB struct {
 
 	statsMu sync.Mutex
 	stats   Stats
+
+	cur atomic.Pointer[batchTx] // the writer's open transaction, if any
 }
 
 // Stats counts group commits, for metrics and benchmarks.
@@ -84,7 +87,8 @@ type op struct {
 	ctx  context.Context
 	fn   func(*sql.Tx) error
 	err  error
-	done chan struct{}
+	done chan struct{} // closed after the commit, for Write
+	cb   func(error)   // called after the commit, for WriteAsync
 }
 
 // Open opens (creating if needed) the database at path, applies migrations and
@@ -158,9 +162,20 @@ func dsn(path string, o Options, readOnly bool) string {
 		q.Add("_pragma", "journal_mode(wal)")
 		q.Add("_pragma", "synchronous("+o.Synchronous+")")
 		q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", o.JournalSizeLimit))
+		q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", autocheckpointPages(o.JournalSizeLimit)))
 		q.Set("_txlock", "immediate")
 	}
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+}
+
+// autocheckpointPages is the WAL size, in 4 KiB pages, at which a commit
+// checkpoints: SQLite's default of 1000 pages, or half the journal size limit
+// if that is smaller, so that in steady state the WAL never outgrows the
+// limit (it is truncated back to the limit when it restarts after a
+// checkpoint; a reader holding an old snapshot can still make it grow until
+// the reader ends).
+func autocheckpointPages(limit int64) int64 {
+	return min(1000, max(1, limit/2/4096))
 }
 
 // checkGates verifies what the DSN asked for actually took effect.
@@ -226,7 +241,29 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		return err
 	}
 	sort.Strings(names)
+	// Which are applied is read without the write lock: the read commands
+	// open the store while serve writes, and an up-to-date store must not
+	// make them wait for a busy writer (migrateFile checks again under it).
+	applied := map[string]bool{}
+	rows, err := db.QueryContext(ctx, `SELECT name FROM migrations`)
+	if err != nil {
+		return fmt.Errorf("read migrations: %w", err)
+	}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			return fmt.Errorf("read migrations: %w", err)
+		}
+		applied[name] = true
+	}
+	if err := rows.Close(); err != nil {
+		return fmt.Errorf("read migrations: %w", err)
+	}
 	for _, name := range names {
+		if applied[name] {
+			continue
+		}
 		if err := migrateFile(ctx, db, name); err != nil {
 			return fmt.Errorf("migration %s: %w", name, err)
 		}
@@ -296,6 +333,21 @@ func (db *DB) Write(ctx context.Context, fn func(*sql.Tx) error) error {
 	return o.err
 }
 
+// WriteAsync is Write without waiting: fn joins the next group commit and
+// done is called with the outcome once it is durable (or failed). done runs
+// on the writer goroutine: it must be quick and must not call Write. It
+// returns ErrClosed, without calling done, once Close has begun.
+func (db *DB) WriteAsync(ctx context.Context, fn func(*sql.Tx) error, done func(error)) error {
+	o := &op{ctx: ctx, fn: fn, cb: done}
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	if db.closed {
+		return ErrClosed
+	}
+	db.ops <- o
+	return nil
+}
+
 func (db *DB) loop() {
 	defer close(db.done)
 	batch := make([]*op, 0, db.opts.MaxBatch)
@@ -351,7 +403,11 @@ func (db *DB) commit(batch []*op) {
 		if err != nil && o.err == nil {
 			o.err = err
 		}
-		close(o.done)
+		if o.cb != nil {
+			o.cb(o.err)
+		} else {
+			close(o.done)
+		}
 	}
 }
 
@@ -362,46 +418,92 @@ type CommitError struct{ Err error }
 func (e *CommitError) Error() string { return "commit: " + e.Err.Error() }
 func (e *CommitError) Unwrap() error { return e.Err }
 
+// runBatch commits the batch. Writes rarely fail, so the batch first runs
+// without savepoints (two statements fewer per write); if one write fails,
+// that transaction is rolled back and the batch runs again with a savepoint
+// around each write, so that only the failing one is undone.
 func (db *DB) runBatch(batch []*op) error {
+	failed, err := db.tryBatch(batch, false)
+	if err != nil || !failed || len(batch) == 1 {
+		return err
+	}
+	for _, o := range batch {
+		o.err = nil
+	}
+	_, err = db.tryBatch(batch, true)
+	return err
+}
+
+// tryBatch runs every write of batch in one transaction and commits it.
+// Without isolate, the first failing write stops the batch, nothing is
+// committed, and failed is true.
+func (db *DB) tryBatch(batch []*op, isolate bool) (failed bool, err error) {
 	ctx := context.Background()
 	tx, err := db.writer.BeginTx(ctx, nil)
 	if err != nil {
-		return &CommitError{fmt.Errorf("begin: %w", err)}
+		return false, &CommitError{fmt.Errorf("begin: %w", err)}
 	}
 	defer tx.Rollback()
-	single := len(batch) == 1
+	db.cur.Store(&batchTx{tx: tx, stmts: make(map[string]*sql.Stmt)})
+	defer db.cur.Store(nil)
 	for _, o := range batch {
 		if err := o.ctx.Err(); err != nil {
 			o.err = err
 			continue
 		}
-		if single {
-			// No savepoint needed: a failure rolls back the whole transaction.
+		if !isolate {
 			if err := o.fn(tx); err != nil {
 				o.err = err
-				return nil
+				return true, nil
 			}
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, `SAVEPOINT w`); err != nil {
-			return &CommitError{fmt.Errorf("savepoint: %w", err)}
+			return false, &CommitError{fmt.Errorf("savepoint: %w", err)}
 		}
 		if err := o.fn(tx); err != nil {
 			o.err = err
 			// SQLite may have rolled back the whole transaction (disk full,
 			// I/O error); then the savepoint is gone and so is the batch.
 			if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO w`); rerr != nil {
-				return &CommitError{fmt.Errorf("rollback to savepoint after %v: %w", err, rerr)}
+				return false, &CommitError{fmt.Errorf("rollback to savepoint after %v: %w", err, rerr)}
 			}
 		}
 		if _, err := tx.ExecContext(ctx, `RELEASE w`); err != nil {
-			return &CommitError{fmt.Errorf("release savepoint: %w", err)}
+			return false, &CommitError{fmt.Errorf("release savepoint: %w", err)}
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return &CommitError{err}
+		return false, &CommitError{err}
 	}
-	return nil
+	return false, nil
+}
+
+// batchTx is the writer's open transaction and the statements prepared in it.
+type batchTx struct {
+	tx    *sql.Tx
+	stmts map[string]*sql.Stmt
+}
+
+// Stmt returns query prepared in tx. Inside a Write, one preparation serves
+// every write of the batch (SQLite parses and plans each statement text
+// anew otherwise, a large share of a small write's cost). The statement is
+// closed with the transaction; callers do not close it.
+func (db *DB) Stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
+	cur := db.cur.Load()
+	if cur == nil || cur.tx != tx {
+		return tx.PrepareContext(ctx, query)
+	}
+	// Only the writer goroutine, running this batch, gets here.
+	if st, ok := cur.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := tx.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	cur.stmts[query] = st
+	return st, nil
 }
 
 // Close stops taking writes, commits the ones already queued, and closes both
@@ -418,9 +520,14 @@ func (db *DB) Close() error {
 				db.closeErr = err
 			}
 		}
-		// A clean close checkpoints the WAL into the main file.
-		if _, err := db.writer.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil && db.closeErr == nil {
-			db.closeErr = fmt.Errorf("checkpoint: %w", err)
+		// Checkpoint what can be without waiting: the read commands close
+		// their store while serve may be writing, and must neither wait for
+		// nor hold up its writer. Closing the last connection to the file
+		// then checkpoints the rest and removes the WAL. A failure (a full
+		// disk: the main file cannot grow) loses nothing: the WAL stays,
+		// holding every commit, and the next open reads it.
+		if _, err := db.writer.Exec(`PRAGMA wal_checkpoint(PASSIVE)`); err != nil {
+			db.log.Warn().Err(err).Msg("checkpoint at close failed; the WAL is kept and read at the next open")
 		}
 		if err := db.writer.Close(); err != nil && db.closeErr == nil {
 			db.closeErr = err

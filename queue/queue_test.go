@@ -1,0 +1,309 @@
+package queue_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"hookbox/dedupe"
+	"hookbox/queue"
+	"hookbox/store"
+)
+
+// MustOpen opens a store in a temp dir and returns a queue on it and an event
+// store that enqueues every new event for targets.
+func MustOpen(tb testing.TB, targets ...string) (*queue.Queue, *dedupe.Store) {
+	tb.Helper()
+	db, err := store.Open(filepath.Join(tb.TempDir(), "hookbox.db"), store.Options{Logger: zerolog.Nop()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	q := queue.New(db)
+	events := dedupe.New(db)
+	events.OnNew = func(tx *sql.Tx, ev *dedupe.Event) error {
+		return q.EnqueueTx(context.Background(), tx, ev.ID, targets, ev.ReceivedAt)
+	}
+	return q, events
+}
+
+// mustIngest stores a new event and returns its row id.
+func mustIngest(tb testing.TB, events *dedupe.Store, id string, at time.Time) int64 {
+	tb.Helper()
+	res, err := events.Ingest(context.Background(), &dedupe.Event{
+		Source: "shop", EventID: id, Type: "order.created", ReceivedAt: at, ContentType: "application/json", Body: []byte(`{}`),
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if res.Duplicate {
+		tb.Fatalf("event %s: duplicate, want new", id)
+	}
+	return res.ID
+}
+
+func mustDelivery(tb testing.TB, q *queue.Queue, event int64) queue.Delivery {
+	tb.Helper()
+	m, err := q.Deliveries(context.Background(), []int64{event})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if len(m[event]) != 1 {
+		tb.Fatalf("event %d has %d deliveries, want 1", event, len(m[event]))
+	}
+	return m[event][0]
+}
+
+func TestQueue_StaleCompletionIsFenced(t *testing.T) {
+	ctx := context.Background()
+	q, events := MustOpen(t, "web")
+	t0 := time.Now()
+	ev := mustIngest(t, events, "evt_1", t0)
+
+	const lease = 100 * time.Millisecond
+	first, err := q.Claim(ctx, 10, lease, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first) != 1 {
+		t.Fatalf("first claim: %d jobs, want 1", len(first))
+	}
+	if again, err := q.Claim(ctx, 10, lease, t0.Add(lease/2)); err != nil || len(again) != 0 {
+		t.Fatalf("claim within the lease: %d jobs, err %v; want none", len(again), err)
+	}
+
+	// The lease passes: the delivery is presumed crashed and claimed again.
+	t1 := t0.Add(2 * lease)
+	second, err := q.Claim(ctx, 10, lease, t1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(second) != 1 {
+		t.Fatalf("claim after the lease: %d jobs, want 1", len(second))
+	}
+	if first[0].Token == second[0].Token {
+		t.Fatalf("both claims got token %d, want a fresh one", first[0].Token)
+	}
+	if second[0].Attempt != 2 {
+		t.Errorf("second claim attempt=%d, want 2", second[0].Attempt)
+	}
+
+	ok := queue.Finish{Attempt: queue.Attempt{Number: 1, StartedAt: t0, Outcome: "ok"}}
+	if err := q.Complete(ctx, first[0], ok, t1); !errors.Is(err, queue.ErrStale) {
+		t.Fatalf("stale completion: err=%v, want ErrStale", err)
+	}
+	d := mustDelivery(t, q, ev)
+	if d.Status != queue.Running || d.Attempts != 2 {
+		t.Errorf("after the stale completion: status=%s attempts=%d, want running 2 (unchanged)", d.Status, d.Attempts)
+	}
+
+	failed := queue.Finish{Attempt: queue.Attempt{Number: 2, StartedAt: t1, Outcome: "failed", Error: "status 500"}, Next: t1.Add(time.Second)}
+	if err := q.Complete(ctx, second[0], failed, t1); err != nil {
+		t.Fatalf("current completion: %v", err)
+	}
+	d = mustDelivery(t, q, ev)
+	if d.Status != queue.Retrying || d.Attempts != 2 || d.LastError != "status 500" {
+		t.Errorf("after the current completion: status=%s attempts=%d last_error=%q, want retrying 2 %q", d.Status, d.Attempts, d.LastError, "status 500")
+	}
+
+	attempts, err := q.Attempts(ctx, d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outcomes []string
+	for _, a := range attempts {
+		outcomes = append(outcomes, a.Outcome)
+	}
+	if fmt.Sprint(outcomes) != "[stale failed]" {
+		t.Errorf("attempt log=%v, want [stale failed]", outcomes)
+	}
+}
+
+func TestQueue_SamePairNeverTwiceAtOnce(t *testing.T) {
+	t.Run("Many workers", testManyWorkers)
+	t.Run("Attempt outlasting its lease", testOutlastingLease)
+}
+
+func testManyWorkers(t *testing.T) {
+	q, events := MustOpen(t, "a", "b")
+	const n = 25
+	for i := range n {
+		mustIngest(t, events, fmt.Sprintf("evt_%d", i), time.Now())
+	}
+
+	var mu sync.Mutex
+	running := map[int64]int{}
+	succeeded := map[int64]int{}
+	tries := map[int64]int{}
+	overlap := 0
+	handler := queue.HandlerFunc(func(ctx context.Context, j *queue.Job) queue.Outcome {
+		mu.Lock()
+		running[j.Delivery]++
+		if running[j.Delivery] > 1 {
+			overlap++
+		}
+		tries[j.Delivery]++
+		fail := j.Delivery%3 == 0 && tries[j.Delivery] == 1
+		mu.Unlock()
+		time.Sleep(time.Duration(j.Delivery%4) * time.Millisecond)
+		mu.Lock()
+		running[j.Delivery]--
+		if !fail {
+			succeeded[j.Delivery]++
+		}
+		mu.Unlock()
+		if fail {
+			return queue.Outcome{Err: errors.New("first try fails")}
+		}
+		return queue.Outcome{}
+	})
+
+	p := queue.NewPool(q, queue.PoolConfig{
+		Workers:     16,
+		MaxAttempts: 5,
+		Lease:       time.Minute,
+		Grace:       time.Second,
+		Retry:       queue.Retry{Backoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond},
+		Targets:     []queue.Target{{Name: "a", Handler: handler}, {Name: "b", Handler: handler}},
+		Logger:      zerolog.Nop(),
+	})
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+
+	ctx := context.Background()
+	deadline := time.Now().Add(8 * time.Second)
+	for {
+		stats, err := q.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stats.ByStatus[queue.Done] == 2*n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("deliveries by status %v, want %d done", stats.ByStatus, 2*n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	p.Stop()
+
+	mu.Lock()
+	defer mu.Unlock()
+	if overlap > 0 {
+		t.Errorf("%d attempts ran while the same delivery was already running, want 0", overlap)
+	}
+	if len(succeeded) != 2*n {
+		t.Errorf("%d deliveries succeeded, want %d", len(succeeded), 2*n)
+	}
+	for id, c := range succeeded {
+		if c != 1 {
+			t.Errorf("delivery %d succeeded %d times, want exactly 1", id, c)
+		}
+	}
+}
+
+// testOutlastingLease runs an attempt longer than its lease (as a command
+// that ignores SIGTERM does through the kill grace): the live attempt must
+// keep its lease, so no idle worker takes the pair over and runs it again.
+func testOutlastingLease(t *testing.T) {
+	q, events := MustOpen(t, "slow")
+	ev := mustIngest(t, events, "evt_slow", time.Now())
+	var mu sync.Mutex
+	runs, concurrent, maxConcurrent := 0, 0, 0
+	handler := queue.HandlerFunc(func(ctx context.Context, j *queue.Job) queue.Outcome {
+		mu.Lock()
+		runs++
+		concurrent++
+		maxConcurrent = max(maxConcurrent, concurrent)
+		mu.Unlock()
+		time.Sleep(time.Second)
+		mu.Lock()
+		concurrent--
+		mu.Unlock()
+		return queue.Outcome{}
+	})
+	p := queue.NewPool(q, queue.PoolConfig{
+		Workers:     4,
+		MaxAttempts: 5,
+		Lease:       300 * time.Millisecond,
+		Grace:       time.Second,
+		Retry:       queue.Retry{Backoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond},
+		Targets:     []queue.Target{{Name: "slow", Handler: handler}},
+		Logger:      zerolog.Nop(),
+	})
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	deadline := time.Now().Add(5 * time.Second)
+	for mustDelivery(t, q, ev).Status != queue.Done {
+		if time.Now().After(deadline) {
+			t.Fatalf("delivery status=%s, want done", mustDelivery(t, q, ev).Status)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	p.Stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if runs != 1 || maxConcurrent != 1 {
+		t.Errorf("handler ran %d times, at most %d at once; want once", runs, maxConcurrent)
+	}
+	if d := mustDelivery(t, q, ev); d.Attempts != 1 {
+		t.Errorf("attempts=%d, want 1", d.Attempts)
+	}
+}
+
+func TestRetry_Delay(t *testing.T) {
+	const backoff, maxBackoff = time.Second, 10 * time.Second
+	for _, tt := range []struct {
+		n      int
+		jitter float64
+		want   time.Duration
+	}{
+		{n: 0, jitter: 1, want: time.Second}, // treated as the first retry
+		{n: 1, jitter: 1, want: time.Second},
+		{n: 2, jitter: 1, want: 2 * time.Second},
+		{n: 3, jitter: 1, want: 4 * time.Second},
+		{n: 4, jitter: 1, want: 8 * time.Second},
+		{n: 5, jitter: 1, want: maxBackoff},
+		{n: 60, jitter: 1, want: maxBackoff},
+		{n: 1, jitter: 0.8, want: 800 * time.Millisecond},
+		{n: 1, jitter: 1.2, want: 1200 * time.Millisecond},
+		{n: 3, jitter: 0.8, want: 3200 * time.Millisecond},
+		{n: 4, jitter: 1.2, want: 9600 * time.Millisecond},
+		{n: 4, jitter: 1.25, want: maxBackoff}, // jittered past the cap is capped
+		{n: 5, jitter: 0.8, want: 8 * time.Second},
+		{n: 5, jitter: 1.2, want: maxBackoff},
+	} {
+		t.Run(fmt.Sprintf("n=%d jitter=%v", tt.n, tt.jitter), func(t *testing.T) {
+			r := queue.Retry{Backoff: backoff, MaxBackoff: maxBackoff, Jitter: func() float64 { return tt.jitter }}
+			if got := r.Delay(tt.n); got != tt.want {
+				t.Errorf("Delay(%d)=%v, want %v", tt.n, got, tt.want)
+			}
+		})
+	}
+
+	t.Run("Default jitter within 20%", func(t *testing.T) {
+		r := queue.Retry{Backoff: backoff, MaxBackoff: time.Hour}
+		lo, hi := time.Hour, time.Duration(0)
+		for range 2000 {
+			d := r.Delay(2)
+			lo, hi = min(lo, d), max(hi, d)
+		}
+		if lo < 1600*time.Millisecond || hi > 2400*time.Millisecond {
+			t.Errorf("Delay(2) ranged %v–%v, want within 1.6s–2.4s", lo, hi)
+		}
+		if hi-lo < 400*time.Millisecond {
+			t.Errorf("Delay(2) ranged %v–%v, want jitter spread over the ±20%% band", lo, hi)
+		}
+	})
+}
