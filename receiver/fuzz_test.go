@@ -1,0 +1,350 @@
+package receiver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"hookbox/signature"
+)
+
+func FuzzParseLocation(f *testing.F) {
+	for _, s := range []string{"json:id", "header:X-GitHub-Delivery", "json:a.b.c", "body-sha256", "auto",
+		"header:webhook-id,header:svix-id", "json:", "json:a..b", "header:", "auto:x", "", ",", " json:id , body-sha256 "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		loc, err := ParseLocation(s)
+		if err != nil {
+			if loc != nil {
+				t.Fatalf("ParseLocation(%q) = %v with error %v, want nil", s, loc, err)
+			}
+			return
+		}
+		if want := strings.Count(s, ",") + 1; len(loc) != want {
+			t.Fatalf("ParseLocation(%q) has %d parts, want %d", s, len(loc), want)
+		}
+		for _, p := range loc {
+			switch p.kind {
+			case "header":
+				if p.name == "" || p.name != http.CanonicalHeaderKey(p.name) {
+					t.Fatalf("ParseLocation(%q): header name %q not canonical", s, p.name)
+				}
+			case "json":
+				if len(p.path) == 0 || slices.Contains(p.path, "") {
+					t.Fatalf("ParseLocation(%q): JSON path %q has an empty segment", s, p.path)
+				}
+			case "body-sha256", "auto":
+			default:
+				t.Fatalf("ParseLocation(%q): unknown kind %q", s, p.kind)
+			}
+		}
+		_ = loc.String()
+	})
+}
+
+// fuzzHeaders turns "Name: value" lines into a header.
+func fuzzHeaders(raw string) http.Header {
+	h := http.Header{}
+	for _, line := range strings.Split(raw, "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	return h
+}
+
+func fuzzHeaderText(h map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		b.WriteString(k + ": " + h[k] + "\n")
+	}
+	return b.String()
+}
+
+func FuzzExtract(f *testing.F) {
+	f.Add("json:id", "", []byte(`{"id":"evt_1"}`), true)
+	f.Add("json:event.type", "", []byte(`{"event":{"type":"app_mention"}}`), false)
+	f.Add("json:data.object.id", "", []byte(`{"data":{"object":{"id":12345678901234567890}}}`), true)
+	f.Add("header:X-GitHub-Delivery", "X-GitHub-Delivery: 72d3162e\n", []byte("{}"), true)
+	f.Add("header:webhook-id,header:svix-id", "Svix-Id: msg_1\n", []byte(""), true)
+	f.Add("json:id,body-sha256", "", []byte("not json"), true)
+	f.Add("auto", "X-Request-Id: r\n", []byte(`{"id":"x","type":"y"}`), true)
+	f.Add("auto", "", []byte(`[[[[`), false)
+	f.Add("json:id", "", []byte(`{"id":"a"} {"id":"b"}`), true)
+	f.Add("json:id", "", []byte(strings.Repeat("[", 20000)), true)
+	f.Fuzz(func(t *testing.T, where, rawHeaders string, body []byte, isID bool) {
+		loc, err := ParseLocation(where)
+		if err != nil {
+			return
+		}
+		h := fuzzHeaders(rawHeaders)
+		decoded := 0
+		getDoc := func() (any, error) {
+			decoded++
+			return decodeJSON(body)
+		}
+		v, err := loc.extract(h, body, getDoc, isID)
+		switch {
+		case err == nil && isID && v == "":
+			t.Fatalf("extract(%q) found an empty id", where)
+		case err != nil && !errors.Is(err, errNotFound) && !strings.HasPrefix(err.Error(), "body is not valid JSON"):
+			t.Fatalf("extract(%q): unexpected error %v", where, err)
+		case err != nil && v != "":
+			t.Fatalf("extract(%q) = %q with error %v", where, v, err)
+		}
+		if err == nil {
+			_ = validValue(v) // must not panic on any value
+		}
+	})
+}
+
+// fuzzStore is a Store made of a function.
+type fuzzStore struct {
+	ingest func(ctx context.Context, e *Event) (Result, error)
+}
+
+func (s fuzzStore) Ingest(ctx context.Context, e *Event) (Result, error) { return s.ingest(ctx, e) }
+
+// fuzzVector is one case of signature/testdata/signatures.json.
+type fuzzVector struct {
+	Provider    string            `json:"provider"`
+	Secret      string            `json:"secret"`
+	Body        string            `json:"body"`
+	Headers     map[string]string `json:"headers"`
+	NowUnix     int64             `json:"now_unix"`
+	ExpectValid bool              `json:"expect_valid"`
+	Notes       string            `json:"notes"`
+
+	source string // the fuzz source it belongs to
+}
+
+// fuzzSource is a source built from the vectors, with what the fuzz
+// property needs: the bodies its senders signed, and its secrets.
+type fuzzSource struct {
+	Source
+	signed  [][]byte // nil for token schemes
+	secrets []string
+	token   string // header compared to the secret, token schemes
+}
+
+var fuzzEncoding = regexp.MustCompile(`encoding=(hex|base64)`)
+
+// fuzzSources builds one source per preset the vectors cover, each holding
+// every secret its vectors use, and returns the vectors as seeds.
+func fuzzSources(f testing.TB) (map[string]*fuzzSource, []fuzzVector) {
+	b, err := os.ReadFile("../signature/testdata/signatures.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	var vs []fuzzVector
+	if err := json.Unmarshal(b, &vs); err != nil {
+		f.Fatal(err)
+	}
+	loc := func(s string) Location {
+		l, err := ParseLocation(s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		return l
+	}
+	srcs := map[string]*fuzzSource{
+		"stripe":   {Source: Source{EventID: loc("json:id"), EventType: loc("json:type")}},
+		"github":   {Source: Source{EventID: loc("header:X-GitHub-Delivery"), EventType: loc("header:X-GitHub-Event")}},
+		"shopify":  {Source: Source{EventID: loc("header:X-Shopify-Webhook-Id"), EventType: loc("header:X-Shopify-Topic")}},
+		"slack":    {Source: Source{EventID: loc("json:event_id"), EventType: loc("json:event.type"), Slack: true}},
+		"standard": {Source: Source{EventID: loc("header:webhook-id,header:svix-id"), EventType: loc("json:type")}},
+		"gitlab":   {Source: Source{EventID: loc("header:X-Gitlab-Event-UUID"), EventType: loc("header:X-Gitlab-Event"), Redact: []string{"X-Gitlab-Token"}}, token: "X-Gitlab-Token"},
+		"hmac":     {Source: Source{EventID: loc("body-sha256")}},
+		"hmac64":   {Source: Source{EventID: loc("body-sha256")}},
+	}
+	name := func(v fuzzVector) string {
+		switch v.Provider {
+		case "standard-webhooks", "svix":
+			return "standard"
+		case "generic-hmac-sha256":
+			if m := fuzzEncoding.FindStringSubmatch(v.Notes); m != nil && m[1] == "base64" {
+				return "hmac64"
+			}
+			return "hmac"
+		}
+		return v.Provider
+	}
+	var seeds []fuzzVector
+	for _, v := range vs {
+		s := srcs[name(v)]
+		if s == nil {
+			continue // a provider hookbox has no preset for
+		}
+		v.source = name(v)
+		seeds = append(seeds, v)
+		if !slices.Contains(s.secrets, v.Secret) {
+			s.secrets = append(s.secrets, v.Secret)
+		}
+		if v.ExpectValid && s.token == "" {
+			s.signed = append(s.signed, []byte(v.Body))
+		}
+	}
+	for n, s := range srcs {
+		o := signature.Options{Scheme: n, Secrets: s.secrets}
+		switch n {
+		case "hmac":
+			o.Header, o.Prefix, o.Encoding = "X-Signature", "sha256=", "hex"
+		case "hmac64":
+			o.Scheme, o.Header, o.Encoding = "hmac", "X-Signature", "base64"
+		}
+		v, err := signature.New(o)
+		if err != nil {
+			f.Fatalf("source %s: %v", n, err)
+		}
+		s.Name, s.Verifier = n, v
+	}
+	return srcs, seeds
+}
+
+// FuzzServeHTTP sends arbitrary requests to a Server with every preset.
+// Whatever comes in, it never panics, never answers 5xx except 503 when the
+// store fails, never leaks a secret in an answer, and never accepts a
+// request on a signed source unless the signature is valid: a 200 carries a
+// body some sender signed (or, for token schemes, the token).
+func FuzzServeHTTP(f *testing.F) {
+	srcs, seeds := fuzzSources(f)
+	for _, v := range seeds {
+		f.Add("POST", "/hooks/"+v.source, fuzzHeaderText(v.Headers), []byte(v.Body), v.NowUnix, false)
+		f.Add("POST", "/hooks/"+v.source, fuzzHeaderText(v.Headers), []byte(v.Body), v.NowUnix, true)
+	}
+	f.Add("GET", "/hooks/stripe", "", []byte(nil), int64(0), false)
+	f.Add("POST", "/hooks/../stripe", "", []byte("{}"), int64(0), false)
+	f.Add("POST", "/hooks/", "", []byte("{}"), int64(0), false)
+	f.Add("GET", "/healthz", "", []byte(nil), int64(0), false)
+	f.Add("POST", "/hooks/open", "X-Event-Id: e\n", []byte(`{"id":"a"}`), int64(0), false)
+
+	list := fuzzList(f, srcs)
+	var allSecrets []string
+	for _, s := range srcs {
+		allSecrets = append(allSecrets, s.secrets...)
+	}
+
+	f.Fuzz(func(t *testing.T, method, path, rawHeaders string, body []byte, now int64, fail bool) {
+		var stored *Event
+		st := fuzzStore{ingest: func(_ context.Context, e *Event) (Result, error) {
+			if fail {
+				return Result{}, errors.New("disk I/O error")
+			}
+			stored = e
+			return Result{}, nil
+		}}
+		s := New(Config{Sources: list, Now: func() time.Time { return time.Unix(now, 0) }, Logger: zerolog.Nop()}, st)
+		r, w := fuzzServe(s, method, path, fuzzHeaders(rawHeaders), body)
+
+		code, answer := w.Code, w.Body.String()
+		if code >= 500 && !(code == http.StatusServiceUnavailable && fail) {
+			t.Fatalf("%s %s: status %d %q", method, path, code, answer)
+		}
+		for _, sec := range allSecrets {
+			if strings.Contains(answer, sec) {
+				t.Fatalf("answer %q contains a secret", answer)
+			}
+		}
+		name, isHook := strings.CutPrefix(path, "/hooks/")
+		src := srcs[name]
+		if code != http.StatusOK || !isHook || src == nil {
+			if stored != nil && code != http.StatusOK {
+				t.Fatalf("status %d but the store was given an event", code)
+			}
+			return
+		}
+		if src.token != "" {
+			if tok := r.Header.Get(src.token); !slices.Contains(src.secrets, tok) {
+				t.Fatalf("source %s accepted token %q, not a secret", name, tok)
+			}
+		} else if !slices.ContainsFunc(src.signed, func(b []byte) bool { return bytes.Equal(b, body) }) {
+			t.Fatalf("source %s accepted body %q, which no sender signed", name, body)
+		}
+		if stored == nil {
+			return // answered by the source itself (Slack url_verification)
+		}
+		if stored.EventID == "" || validValue(stored.EventID) != nil || validValue(stored.Type) != nil {
+			t.Fatalf("stored event id %q type %q", stored.EventID, stored.Type)
+		}
+		if !bytes.Equal(stored.Body, body) {
+			t.Fatalf("stored body %q, want the raw %q", stored.Body, body)
+		}
+		for _, h := range src.Redact {
+			for _, v := range stored.Headers.Values(h) {
+				if slices.Contains(src.secrets, v) {
+					t.Fatalf("header %s stored with its secret", h)
+				}
+			}
+		}
+	})
+}
+
+func mustLocation(tb testing.TB, s string) Location {
+	tb.Helper()
+	l, err := ParseLocation(s)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return l
+}
+
+// fuzzList is every vector source plus an unsigned one.
+func fuzzList(tb testing.TB, srcs map[string]*fuzzSource) []Source {
+	list := []Source{{Name: "open", EventID: mustLocation(tb, "json:id,header:X-Event-Id")}}
+	for _, n := range slices.Sorted(maps.Keys(srcs)) {
+		list = append(list, srcs[n].Source)
+	}
+	return list
+}
+
+func fuzzServe(s *Server, method, path string, h http.Header, body []byte) (*http.Request, *httptest.ResponseRecorder) {
+	r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+	r.Method, r.URL.Path, r.URL.RawPath = method, path, ""
+	r.Header = h
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, r)
+	return r, w
+}
+
+// TestFuzzSeeds_Vectors checks that FuzzServeHTTP starts from meaningful
+// seeds: each valid vector is accepted (or, lacking an event id, answered
+// 400), each invalid one is answered 401, and every source accepts one.
+func TestFuzzSeeds_Vectors(t *testing.T) {
+	srcs, seeds := fuzzSources(t)
+	list := fuzzList(t, srcs)
+	accepted := map[string]bool{}
+	for _, v := range seeds {
+		st := fuzzStore{ingest: func(context.Context, *Event) (Result, error) { return Result{}, nil }}
+		s := New(Config{Sources: list, Now: func() time.Time { return time.Unix(v.NowUnix, 0) }, Logger: zerolog.Nop()}, st)
+		h := fuzzHeaders(fuzzHeaderText(v.Headers))
+		_, w := fuzzServe(s, http.MethodPost, "/hooks/"+v.source, h, []byte(v.Body))
+		switch {
+		case v.ExpectValid && w.Code == http.StatusOK:
+			accepted[v.source] = true
+		case v.ExpectValid && w.Code == http.StatusBadRequest && strings.Contains(w.Body.String(), "no event id"):
+		case !v.ExpectValid && w.Code == http.StatusUnauthorized:
+		default:
+			t.Errorf("%s vector (valid=%t): %d %s", v.source, v.ExpectValid, w.Code, w.Body)
+		}
+	}
+	for n := range srcs {
+		if !accepted[n] {
+			t.Errorf("source %s accepted no vector", n)
+		}
+	}
+}
