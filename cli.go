@@ -35,6 +35,7 @@ Usage:
   hookbox dead    [--config F] [--json]        the dead-letter table
   hookbox replay  [--config F] (ID | --dead | --since T [--until T]) [--target NAME]
   hookbox version
+  hookbox bench   [--mode ingest|e2e|command|rate] [--conns N] [--duration D] [--rounds N] [--json]
 
 Without --config, $HOOKBOX_CONFIG is used; without either, the local-sink
 defaults (127.0.0.1:8080, ./hookbox.db). Flags come before arguments.
@@ -74,6 +75,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return c.replay(ctx, rest)
 	case "version":
 		return c.version(rest)
+	case "bench":
+		return c.bench(ctx, rest)
+	case "bench-server":
+		return c.benchServer(ctx, rest)
 	case "help", "-h", "--help", "-help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -1,0 +1,108 @@
+package bench_test
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"net/http/httptest"
+	"os"
+	"testing"
+	"time"
+
+	"hookbox/bench"
+)
+
+func TestHistogram_Percentile(t *testing.T) {
+	var h bench.Histogram
+	for i := 1; i <= 10000; i++ {
+		h.Record(time.Duration(i) * time.Microsecond)
+	}
+	for _, tc := range []struct {
+		q    float64
+		want time.Duration
+	}{{0.5, 5 * time.Millisecond}, {0.9, 9 * time.Millisecond}, {0.99, 9900 * time.Microsecond}, {1, 10 * time.Millisecond}} {
+		got := h.Percentile(tc.q)
+		if rel := math.Abs(float64(got-tc.want)) / float64(tc.want); rel > 0.04 {
+			t.Errorf("p%g=%s, want %s within 4%%", tc.q*100, got, tc.want)
+		}
+	}
+	if got := h.Count(); got != 10000 {
+		t.Errorf("count=%d, want 10000", got)
+	}
+	var other bench.Histogram
+	other.Record(time.Second)
+	h.Merge(&other)
+	if got := h.Max(); got != time.Second {
+		t.Errorf("max after merge=%s, want 1s", got)
+	}
+	var empty bench.Histogram
+	if got := empty.Percentile(0.99); got != 0 {
+		t.Errorf("empty p99=%s, want 0", got)
+	}
+}
+
+func TestSpreadOf(t *testing.T) {
+	if got := bench.SpreadOf([]float64{3, 1, 2}); got != (bench.Spread{Median: 2, Min: 1, Max: 3, N: 3}) {
+		t.Errorf("SpreadOf(3,1,2)=%+v", got)
+	}
+	if got := bench.SpreadOf([]float64{4, 1, 2, 3}); got.Median != 2.5 {
+		t.Errorf("median of 1..4=%g, want 2.5", got.Median)
+	}
+	rows := []bench.Row{
+		{Round: 1, Server: "bare", Values: map[string]float64{"r": 10}},
+		{Round: 1, Server: "hookbox", Values: map[string]float64{"r": 5}},
+		{Round: 2, Server: "bare", Values: map[string]float64{"r": 20}},
+		{Round: 2, Server: "hookbox", Values: map[string]float64{"r": 5}},
+	}
+	if got := bench.Ratio(rows, "hookbox", "r", "bare", "r"); got.Min != 0.25 || got.Max != 0.5 {
+		t.Errorf("ratio=%+v, want 0.25–0.5", got)
+	}
+}
+
+func TestPushBody(t *testing.T) {
+	for _, n := range []int{1024, 4096} {
+		b := bench.PushBody(n)
+		if len(b) != n {
+			t.Errorf("len=%d, want %d", len(b), n)
+		}
+		if !json.Valid(b) {
+			t.Errorf("body of %d bytes is not valid JSON", n)
+		}
+	}
+}
+
+func TestRun(t *testing.T) {
+	srv := httptest.NewServer(bench.Bare())
+	defer srv.Close()
+	req := bench.NewGitHubRequest("s", 1024)
+	for _, rate := range []float64{0, 200} {
+		st, err := bench.Run(context.Background(), bench.Load{
+			URL: srv.URL + "/hooks/github", Request: req, IDPrefix: "t", Conns: 4, Duration: 200 * time.Millisecond, Rate: rate,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.OK == 0 || st.Failed != 0 {
+			t.Fatalf("rate %g: ok=%d failed=%d (%s), want ok > 0 and no failures", rate, st.OK, st.Failed, st.FirstError)
+		}
+		if st.Latency.Count() != uint64(st.OK) {
+			t.Errorf("latency samples=%d, want %d", st.Latency.Count(), st.OK)
+		}
+		if rate > 0 && (st.OK < 20 || st.OK > 45) {
+			t.Errorf("rate %g for 200ms: %d answers, want about 40", rate, st.OK)
+		}
+	}
+	if _, err := bench.Run(context.Background(), bench.Load{URL: "http://192.0.2.1/x", Conns: 1, Duration: time.Millisecond}); err == nil {
+		t.Error("Run to a non-loopback address: no error")
+	}
+}
+
+func TestReadProc(t *testing.T) {
+	ps, err := bench.ReadProc(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps.HWMKiB <= 0 || ps.RSSKiB <= 0 {
+		t.Errorf("VmHWM=%d VmRSS=%d, want > 0", ps.HWMKiB, ps.RSSKiB)
+	}
+}

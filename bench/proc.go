@@ -1,0 +1,263 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ReadyPrefix starts the line a bench server prints on stdout once it
+// listens; the address follows.
+const ReadyPrefix = "listening on http://"
+
+// Child is a server under test running as a child process, so that its RSS
+// and CPU time are its own and not the load generator's.
+type Child struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stderr *tailBuffer
+	done   chan struct{}
+	err    error
+	// Addr is the loopback host:port the child listens on.
+	Addr string
+}
+
+// StartChild runs argv, with env added to this process's environment, and
+// waits (at most 60 s) for its ready line. The child stops when its stdin is
+// closed (Stop), and so also when this process dies.
+func StartChild(ctx context.Context, argv, env []string) (*Child, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	c := &Child{cmd: cmd, stderr: &tailBuffer{max: 16 << 10}, done: make(chan struct{})}
+	cmd.Stderr = c.stderr
+	var err error
+	if c.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start server: %w", err)
+	}
+	go func() {
+		c.err = cmd.Wait()
+		close(c.done)
+	}()
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if addr, ok := strings.CutPrefix(sc.Text(), ReadyPrefix); ok {
+				ready <- strings.TrimSpace(addr)
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	t := time.NewTimer(60 * time.Second)
+	defer t.Stop()
+	select {
+	case addr := <-ready:
+		c.Addr = addr
+		if err := CheckLoopback("http://" + addr); err != nil {
+			c.Stop()
+			return nil, err
+		}
+		return c, nil
+	case <-c.done:
+		return nil, fmt.Errorf("server exited before listening: %v: %s", c.err, c.stderr.String())
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	c.kill()
+	return nil, fmt.Errorf("server did not start: %s", c.stderr.String())
+}
+
+// Pid is the child's process id.
+func (c *Child) Pid() int { return c.cmd.Process.Pid }
+
+// Stderr is the tail of what the child wrote on stderr.
+func (c *Child) Stderr() string { return c.stderr.String() }
+
+// Stop closes the child's stdin, which asks it to shut down cleanly, and
+// waits up to 30 s before killing it.
+func (c *Child) Stop() error {
+	c.stdin.Close()
+	t := time.NewTimer(30 * time.Second)
+	defer t.Stop()
+	select {
+	case <-c.done:
+	case <-t.C:
+		c.kill()
+		return fmt.Errorf("server did not stop in 30s; killed: %s", c.stderr.String())
+	}
+	if c.err != nil {
+		return fmt.Errorf("server: %w: %s", c.err, c.stderr.String())
+	}
+	return nil
+}
+
+func (c *Child) kill() {
+	_ = c.cmd.Process.Kill()
+	<-c.done
+}
+
+// ProcStatus is a process's memory and CPU use from /proc.
+type ProcStatus struct {
+	HWMKiB int64         // peak resident set (VmHWM)
+	RSSKiB int64         // resident set now (VmRSS)
+	CPU    time.Duration // user + system time
+}
+
+// ReadProc reads /proc/<pid>/status and /proc/<pid>/stat.
+func ReadProc(pid int) (ProcStatus, error) {
+	var ps ProcStatus
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return ps, fmt.Errorf("read process status: %w", err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		key, val, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		kb := func() int64 {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(val), " kB"), 10, 64)
+			return n
+		}
+		switch key {
+		case "VmHWM":
+			ps.HWMKiB = kb()
+		case "VmRSS":
+			ps.RSSKiB = kb()
+		}
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ps, fmt.Errorf("read process stat: %w", err)
+	}
+	// Fields after the command name, which may itself hold spaces and ")".
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return ps, errors.New("read process stat: unexpected format")
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 13 {
+		return ps, errors.New("read process stat: too few fields")
+	}
+	// utime and stime are fields 14 and 15 of stat, in clock ticks; Linux
+	// reports them in USER_HZ, which is 100 on every architecture Go supports.
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	ps.CPU = time.Duration(ut+st) * 10 * time.Millisecond
+	return ps, nil
+}
+
+// ForkExec runs argv again and again on workers goroutines for d and returns
+// how many runs exited 0 and how long it took: the raw rate a command target
+// is compared against.
+func ForkExec(ctx context.Context, argv []string, workers int, d time.Duration) (ok int64, elapsed time.Duration, err error) {
+	var n atomic.Int64
+	var firstErr error
+	var once sync.Once
+	start := time.Now()
+	end := start.Add(d)
+	var wg sync.WaitGroup
+	for range max(workers, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil && time.Now().Before(end) {
+				if err := exec.CommandContext(ctx, argv[0], argv[1:]...).Run(); err != nil {
+					once.Do(func() { firstErr = err })
+					return
+				}
+				n.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return n.Load(), time.Since(start), fmt.Errorf("run %s: %w", argv[0], firstErr)
+	}
+	return n.Load(), time.Since(start), nil
+}
+
+// Deliveries reads hookbox's /metrics at base and returns deliveries by
+// status.
+func Deliveries(ctx context.Context, client *http.Client, base string) (map[string]int64, error) {
+	if err := CheckLoopback(base); err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("read metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("read metrics: status %d", resp.StatusCode)
+	}
+	out := map[string]int64{}
+	sc := bufio.NewScanner(io.LimitReader(resp.Body, 1<<20))
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), `hookbox_deliveries{status="`)
+		if !ok {
+			continue
+		}
+		status, num, ok := strings.Cut(rest, `"} `)
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+		if err == nil {
+			out[status] = n
+		}
+	}
+	return out, sc.Err()
+}
+
+// Queued is the number of deliveries not yet finished.
+func Queued(byStatus map[string]int64) int64 {
+	return byStatus["pending"] + byStatus["running"] + byStatus["retrying"]
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - b.max; over > 0 {
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.TrimSpace(string(b.buf))
+}

@@ -1,0 +1,800 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"hookbox/bench"
+	"hookbox/config"
+	"hookbox/dedupe"
+	"hookbox/queue"
+	"hookbox/store"
+)
+
+// benchSecret signs the benchmark's requests; it guards nothing.
+const benchSecret = "hookbox-bench-secret"
+
+// benchCmd is `hookbox bench`: it measures a real hookbox against a bare
+// HTTP server, each run as a child process on loopback, in alternating rounds.
+type benchCmd struct {
+	*cli
+	// serverArgv starts a bench server (followed by "bench-server" and its
+	// flags); serverEnv is added to its environment. Default: this executable.
+	serverArgv []string
+	serverEnv  []string
+
+	mode       string
+	conns      int
+	duration   time.Duration
+	rounds     int
+	rate       float64
+	prefill    int
+	backlog    int
+	bodySize   int
+	workers    int
+	asJSON     bool
+	cpuprofile string
+
+	dir     string
+	req     bench.GitHubRequest
+	runID   string
+	rows    []bench.Row
+	depths  []depthSeries
+	notes   []string
+	metrics *http.Client
+}
+
+// depthSeries is the queue depth sampled during one end-to-end round.
+type depthSeries struct {
+	Round   int          `json:"round"`
+	Every   float64      `json:"every_s"`
+	Samples [][2]float64 `json:"samples"` // [seconds since load start, queued deliveries]
+}
+
+func (c *cli) bench(ctx context.Context, args []string) error {
+	return (&benchCmd{cli: c}).run(ctx, args)
+}
+
+func (b *benchCmd) run(ctx context.Context, args []string) error {
+	fs := b.flags("bench")
+	fs.StringVar(&b.mode, "mode", "ingest", "ingest, e2e (to a local URL sink), command (/bin/true target) or rate (fixed request rate)")
+	fs.IntVar(&b.conns, "conns", 64, "concurrent keep-alive connections")
+	fs.DurationVar(&b.duration, "duration", 5*time.Second, "load time per server per round")
+	fs.IntVar(&b.rounds, "rounds", 3, "rounds; each runs every server once, in turn")
+	fs.Float64Var(&b.rate, "rate", 1000, "requests a second in rate mode")
+	fs.IntVar(&b.prefill, "prefill", 0, "ingest mode: also measure a store holding this many events")
+	fs.IntVar(&b.backlog, "backlog", 20000, "e2e mode: queued deliveries to drain")
+	fs.IntVar(&b.bodySize, "body-size", 1024, "request body bytes")
+	fs.IntVar(&b.workers, "workers", 4, "delivery workers (e2e, command); also the raw fork/exec concurrency")
+	fs.BoolVar(&b.asJSON, "json", false, "one JSON object a line instead of tables")
+	fs.StringVar(&b.cpuprofile, "cpuprofile", "", "write a CPU profile of the last round's hookbox server to this file")
+	if err := b.parse(fs, args, 0); err != nil {
+		return err
+	}
+	switch {
+	case b.mode != "ingest" && b.mode != "e2e" && b.mode != "command" && b.mode != "rate":
+		return &usageError{fmt.Sprintf("bench: --mode %q: want ingest, e2e, command or rate", b.mode)}
+	case b.conns < 1 || b.conns > 10000:
+		return &usageError{"bench: --conns must be 1 to 10000"}
+	case b.duration <= 0 || b.duration > time.Hour:
+		return &usageError{"bench: --duration must be above 0 and at most 1h"}
+	case b.rounds < 1 || b.rounds > 100:
+		return &usageError{"bench: --rounds must be 1 to 100"}
+	case b.rate <= 0 || b.rate > 1e6:
+		return &usageError{"bench: --rate must be above 0 and at most 1000000"}
+	case b.prefill < 0 || b.backlog < 0:
+		return &usageError{"bench: --prefill and --backlog must not be negative"}
+	case b.bodySize < 0 || b.bodySize > 1<<20:
+		return &usageError{"bench: --body-size must be 0 to 1048576"}
+	case b.workers < 1 || b.workers > 256:
+		return &usageError{"bench: --workers must be 1 to 256"}
+	}
+	if b.serverArgv == nil {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("bench: find this executable: %w", err)
+		}
+		b.serverArgv = []string{exe}
+	}
+	var err error
+	if b.dir, err = os.MkdirTemp("", "hookbox-bench-"); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	defer os.RemoveAll(b.dir)
+	b.req = bench.NewGitHubRequest(benchSecret, b.bodySize)
+	b.runID = strconv.FormatInt(time.Now().UnixNano(), 36)
+	b.metrics = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil}}
+
+	switch b.mode {
+	case "ingest", "rate":
+		err = b.ingest(ctx)
+	case "e2e":
+		err = b.endToEnd(ctx)
+	case "command":
+		err = b.command(ctx)
+	}
+	b.progress("")
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	return b.report()
+}
+
+// ingest runs bare and hookbox (and hookbox on a prefilled store) in turn,
+// closed loop, or open loop at --rate in rate mode.
+func (b *benchCmd) ingest(ctx context.Context) error {
+	var prefilled string
+	if b.prefill > 0 {
+		prefilled = filepath.Join(b.dir, "prefilled", "hookbox.db")
+		start := time.Now()
+		if err := b.fill(ctx, prefilled, b.prefill, nil); err != nil {
+			return err
+		}
+		b.notes = append(b.notes, fmt.Sprintf("prefilled %d events in %.1fs (shared by every round's hookbox+prefill run)", b.prefill, time.Since(start).Seconds()))
+	}
+	for r := 1; r <= b.rounds; r++ {
+		if err := b.measure(ctx, r, "bare", b.bareArgv()); err != nil {
+			return err
+		}
+		cfg, err := b.writeConfig(r, "hookbox", b.freshStore(r, "hookbox"), "")
+		if err != nil {
+			return err
+		}
+		if err := b.measure(ctx, r, "hookbox", b.hookboxArgv(cfg, r)); err != nil {
+			return err
+		}
+		if prefilled != "" {
+			cfg, err := b.writeConfig(r, "prefill", prefilled, "")
+			if err != nil {
+				return err
+			}
+			if err := b.measure(ctx, r, "hookbox+prefill", b.hookboxArgv(cfg, 0)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// endToEnd measures, each round: hookbox ingest alone; hookbox delivering
+// every event to a local URL sink while under load; and the drain of a
+// prefilled backlog to the same sink.
+func (b *benchCmd) endToEnd(ctx context.Context) error {
+	sink, err := bench.StartSink()
+	if err != nil {
+		return err
+	}
+	defer sink.Close()
+	target := fmt.Sprintf("[[target]]\nname = \"sink\"\nsource = \"github\"\nurl = %q\ntimeout = \"10s\"\n", sink.URL())
+	for r := 1; r <= b.rounds; r++ {
+		cfg, err := b.writeConfig(r, "ingest", b.freshStore(r, "ingest"), "")
+		if err != nil {
+			return err
+		}
+		if err := b.measure(ctx, r, "hookbox", b.hookboxArgv(cfg, 0)); err != nil {
+			return err
+		}
+
+		sink.Reset()
+		cfg, err = b.writeConfig(r, "url", b.freshStore(r, "url"), target)
+		if err != nil {
+			return err
+		}
+		if err := b.measureDelivered(ctx, r, cfg, sink); err != nil {
+			return err
+		}
+
+		sink.Reset()
+		path := b.freshStore(r, "backlog")
+		if err := b.fill(ctx, path, b.backlog, []string{"sink"}); err != nil {
+			return err
+		}
+		cfg, err = b.writeConfig(r, "backlog", path, target)
+		if err != nil {
+			return err
+		}
+		if err := b.drain(ctx, r, "backlog", b.hookboxArgv(cfg, 0), b.backlog, func() (int64, time.Time) {
+			n, _, last := sink.Counts()
+			return n, last
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// command compares hookbox running /bin/true for every event of a backlog
+// with a plain loop of fork/exec of /bin/true at the same concurrency.
+func (b *benchCmd) command(ctx context.Context) error {
+	argv := []string{"/bin/true"}
+	if _, err := os.Stat(argv[0]); err != nil {
+		return fmt.Errorf("command mode needs %s: %w", argv[0], err)
+	}
+	target := fmt.Sprintf("[[target]]\nname = \"true\"\nsource = \"github\"\ncommand = [%q]\ntimeout = \"30s\"\n", argv[0])
+	for r := 1; r <= b.rounds; r++ {
+		b.progress(fmt.Sprintf("round %d/%d  fork/exec %s x%d for %s", r, b.rounds, argv[0], b.workers, b.duration))
+		n, elapsed, err := bench.ForkExec(ctx, argv, b.workers, b.duration)
+		if err != nil {
+			return err
+		}
+		raw := float64(n) / elapsed.Seconds()
+		b.rows = append(b.rows, bench.Row{Round: r, Server: "fork/exec", Values: map[string]float64{"per_s": raw, "events": float64(n), "seconds": elapsed.Seconds()}})
+
+		// A backlog the raw rate would clear in --duration.
+		events := max(int(raw*b.duration.Seconds()), 50)
+		path := b.freshStore(r, "command")
+		if err := b.fill(ctx, path, events, []string{"true"}); err != nil {
+			return err
+		}
+		cfg, err := b.writeConfig(r, "command", path, target)
+		if err != nil {
+			return err
+		}
+		var base string
+		var last, polled time.Time
+		var done int64
+		if err := b.drain(ctx, r, "hookbox+command", b.hookboxArgv(cfg, r), events, func() (int64, time.Time) {
+			// Poll gently: the metrics query runs in the server under test.
+			if base == "" || time.Since(polled) < 50*time.Millisecond {
+				return done, last
+			}
+			polled = time.Now()
+			st, err := bench.Deliveries(ctx, b.metrics, base)
+			if err == nil && st["done"] > done {
+				done, last = st["done"], time.Now()
+			}
+			return done, last
+		}, func(addr string) { base = "http://" + addr }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// measure runs one server under load and records its row.
+func (b *benchCmd) measure(ctx context.Context, round int, name string, argv []string) error {
+	b.progress(fmt.Sprintf("round %d/%d  %s: starting", round, b.rounds, name))
+	child, err := bench.StartChild(ctx, argv, b.serverEnv)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	row, st, err := b.load(ctx, round, name, child)
+	if err != nil {
+		child.Stop()
+		return err
+	}
+	if err := child.Stop(); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if st.OK == 0 {
+		return fmt.Errorf("%s: no request answered 200 (first error: %s)", name, st.FirstError)
+	}
+	b.rows = append(b.rows, row)
+	return nil
+}
+
+// load puts child under the configured load and returns its row, with the
+// child's peak RSS and the CPU it used during the load.
+func (b *benchCmd) load(ctx context.Context, round int, name string, child *bench.Child) (bench.Row, *bench.Stats, error) {
+	before, err := bench.ReadProc(child.Pid())
+	if err != nil {
+		return bench.Row{}, nil, err
+	}
+	l := bench.Load{
+		URL:      "http://" + child.Addr + "/hooks/github",
+		Request:  b.req,
+		IDPrefix: fmt.Sprintf("%s-%d-%s", b.runID, round, name),
+		Conns:    b.conns,
+		Duration: b.duration,
+		Progress: func(el time.Duration, ok, failed int64) {
+			b.progress(fmt.Sprintf("round %d/%d  %-16s %4.1fs/%s  %d acks  %.0f/s  %d errors",
+				round, b.rounds, name, el.Seconds(), b.duration, ok, float64(ok)/el.Seconds(), failed))
+		},
+	}
+	if b.mode == "rate" {
+		l.Rate = b.rate
+	}
+	st, err := bench.Run(ctx, l)
+	if err != nil {
+		return bench.Row{}, nil, err
+	}
+	after, err := bench.ReadProc(child.Pid())
+	if err != nil {
+		return bench.Row{}, nil, err
+	}
+	v := map[string]float64{
+		"acks_per_s": st.PerSecond(),
+		"acks":       float64(st.OK),
+		"errors":     float64(st.Failed),
+		"p50_ms":     ms(st.Latency.Percentile(0.50)),
+		"p90_ms":     ms(st.Latency.Percentile(0.90)),
+		"p99_ms":     ms(st.Latency.Percentile(0.99)),
+		"max_ms":     ms(st.Latency.Max()),
+		"rss_mib":    float64(after.HWMKiB) / 1024,
+		"cpu_pct":    100 * (after.CPU - before.CPU).Seconds() / st.Elapsed.Seconds(),
+	}
+	if st.OK > 0 {
+		v["cpu_us_per_ack"] = float64((after.CPU - before.CPU).Microseconds()) / float64(st.OK)
+	}
+	if l.Rate > 0 {
+		v["dropped"] = float64(st.Dropped)
+	}
+	if st.Failed > 0 {
+		b.notes = append(b.notes, fmt.Sprintf("round %d %s: %d errors, first: %s", round, name, st.Failed, st.FirstError))
+	}
+	return bench.Row{Round: round, Server: name, Values: v}, st, nil
+}
+
+// measureDelivered loads a hookbox that delivers to sink, then waits until
+// every accepted event has arrived there, sampling the queue depth.
+func (b *benchCmd) measureDelivered(ctx context.Context, round int, cfg string, sink *bench.Sink) error {
+	const name = "hookbox+url"
+	b.progress(fmt.Sprintf("round %d/%d  %s: starting", round, b.rounds, name))
+	child, err := bench.StartChild(ctx, b.hookboxArgv(cfg, round), b.serverEnv)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	defer child.Stop()
+	base := "http://" + child.Addr
+	every := max(b.duration/20, 100*time.Millisecond)
+	series := depthSeries{Round: round, Every: every.Seconds()}
+	start := time.Now()
+	sampleCtx, stopSampling := context.WithCancel(ctx)
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			if st, err := bench.Deliveries(sampleCtx, b.metrics, base); err == nil {
+				q := bench.Queued(st)
+				series.Samples = append(series.Samples, [2]float64{time.Since(start).Seconds(), float64(q)})
+				if d, _, _ := sink.Counts(); q == 0 && d > 0 && time.Since(start) > b.duration {
+					return
+				}
+			}
+			select {
+			case <-sampleCtx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	row, st, err := b.load(ctx, round, name, child)
+	if err != nil {
+		stopSampling()
+		return err
+	}
+	loadEnd := time.Now()
+	wait, cancel := context.WithTimeout(ctx, 60*time.Second+10*b.duration)
+	defer cancel()
+	all := bench.WaitFor(wait, func() bool {
+		d, _, _ := sink.Counts()
+		if d < st.OK {
+			b.progress(fmt.Sprintf("round %d/%d  %s: %d of %d accepted events delivered", round, b.rounds, name, d, st.OK))
+		}
+		return d >= st.OK
+	})
+	stopSampling()
+	<-sampled
+	delivered, _, last := sink.Counts()
+	if !all {
+		return fmt.Errorf("%s: only %d of %d accepted events were delivered in time", name, delivered, st.OK)
+	}
+	row.Values["delivered_per_s"] = float64(delivered) / last.Sub(start).Seconds()
+	row.Values["drain_s"] = max(last.Sub(loadEnd).Seconds(), 0)
+	if ps, err := bench.ReadProc(child.Pid()); err == nil {
+		row.Values["rss_mib"] = float64(ps.HWMKiB) / 1024
+	}
+	if err := child.Stop(); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	b.rows = append(b.rows, row)
+	b.depths = append(b.depths, series)
+	return nil
+}
+
+// drain starts a hookbox on a store holding a backlog of events deliveries
+// and waits until count says all are delivered; the rate is events over the
+// time from start to the last delivery.
+func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []string, events int, count func() (int64, time.Time), started ...func(addr string)) error {
+	b.progress(fmt.Sprintf("round %d/%d  %s: draining %d events", round, b.rounds, name, events))
+	start := time.Now()
+	child, err := bench.StartChild(ctx, argv, b.serverEnv)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	defer child.Stop()
+	for _, f := range started {
+		f(child.Addr)
+	}
+	wait, cancel := context.WithTimeout(ctx, 60*time.Second+10*b.duration)
+	defer cancel()
+	var n int64
+	var last time.Time
+	ok := bench.WaitFor(wait, func() bool {
+		n, last = count()
+		b.progress(fmt.Sprintf("round %d/%d  %s: %d of %d delivered  %.1fs", round, b.rounds, name, n, events, time.Since(start).Seconds()))
+		return n >= int64(events)
+	})
+	if !ok {
+		return fmt.Errorf("%s: only %d of %d deliveries done in time", name, n, events)
+	}
+	ps, err := bench.ReadProc(child.Pid())
+	if err != nil {
+		return err
+	}
+	if err := child.Stop(); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	secs := last.Sub(start).Seconds()
+	b.rows = append(b.rows, bench.Row{Round: round, Server: name, Values: map[string]float64{
+		"per_s": float64(events) / secs, "events": float64(events), "seconds": secs,
+		"rss_mib": float64(ps.HWMKiB) / 1024, "cpu_us_per_ack": float64(ps.CPU.Microseconds()) / float64(events),
+	}})
+	return nil
+}
+
+// fill writes events straight into a new store at path, in large
+// transactions with synchronous off (it is setup, not measurement), each
+// queued for targets.
+func (b *benchCmd) fill(ctx context.Context, path string, events int, targets []string) error {
+	db, err := store.Open(path, store.Options{Synchronous: "off", Logger: zerolog.Nop()})
+	if err != nil {
+		return err
+	}
+	evs := dedupe.New(db)
+	if len(targets) > 0 {
+		q := queue.New(db)
+		evs.OnNew = func(tx *sql.Tx, ev *dedupe.Event) error {
+			return q.EnqueueTx(ctx, tx, ev.ID, targets, ev.ReceivedAt)
+		}
+	}
+	headers := b.req.Header.Clone()
+	prefix := b.runID + "-fill-" + filepath.Base(filepath.Dir(path))
+	now := time.Now()
+	const batch = 5000
+	start := time.Now()
+	for done := 0; done < events; {
+		k := min(batch, events-done)
+		err := db.Write(ctx, func(tx *sql.Tx) error {
+			for i := done; i < done+k; i++ {
+				id := prefix + "-" + strconv.Itoa(i)
+				headers.Set(bench.IDHeader, id)
+				if _, err := evs.IngestTx(ctx, tx, &dedupe.Event{
+					Source: "github", EventID: id, Type: "push", ReceivedAt: now,
+					ContentType: "application/json", Headers: headers, Body: b.req.Body,
+				}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			db.Close()
+			return fmt.Errorf("prefill: %w", err)
+		}
+		done += k
+		el := time.Since(start).Seconds()
+		b.progress(fmt.Sprintf("prefill %s: %d/%d events  %.0f/s", filepath.Base(filepath.Dir(path)), done, events, float64(done)/el))
+	}
+	return db.Close()
+}
+
+// freshStore is the path of a new store for one run.
+func (b *benchCmd) freshStore(round int, name string) string {
+	return filepath.Join(b.dir, fmt.Sprintf("r%d-%s", round, name), "hookbox.db")
+}
+
+// writeConfig writes a hookbox config with default durability, one GitHub
+// source, and the given [[target]] text.
+func (b *benchCmd) writeConfig(round int, name, storePath, targets string) (string, error) {
+	text := fmt.Sprintf(`[server]
+listen = "127.0.0.1:0"
+
+[store]
+path = %q
+
+[delivery]
+workers = %d
+
+[[source]]
+name = "github"
+verify = "github"
+secret = %q
+
+%s`, storePath, b.workers, benchSecret, targets)
+	path := filepath.Join(b.dir, fmt.Sprintf("r%d-%s.toml", round, name))
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+func (b *benchCmd) bareArgv() []string {
+	return append(append([]string{}, b.serverArgv...), "bench-server", "--kind", "bare")
+}
+
+// hookboxArgv starts a hookbox server; the last round's carries --cpuprofile.
+func (b *benchCmd) hookboxArgv(cfg string, round int) []string {
+	argv := append(append([]string{}, b.serverArgv...), "bench-server", "--kind", "hookbox", "--config", cfg)
+	if b.cpuprofile != "" && round == b.rounds {
+		argv = append(argv, "--cpuprofile", b.cpuprofile)
+	}
+	return argv
+}
+
+// progress rewrites one status line on a terminal, or writes a line
+// elsewhere; "" clears it.
+func (b *benchCmd) progress(msg string) {
+	if f, ok := b.stderr.(*os.File); ok && isTerminal(f) {
+		fmt.Fprintf(b.stderr, "\r\x1b[K%s", msg)
+		return
+	}
+	if msg != "" {
+		fmt.Fprintln(b.stderr, msg)
+	}
+}
+
+// goal is a target figure for a ratio or value, from the project's goals.
+type goal struct {
+	name  string
+	value bench.Spread
+	want  string
+	ok    bool
+}
+
+func (b *benchCmd) goals() []goal {
+	var gs []goal
+	ratio := func(name, num, numKey, den, denKey string, atLeast float64) {
+		s := bench.Ratio(b.rows, num, numKey, den, denKey)
+		if s.N > 0 {
+			gs = append(gs, goal{name, s, fmt.Sprintf("≥ %.2f", atLeast), s.Median >= atLeast})
+		}
+	}
+	value := func(name, server, key, cmp string, limit float64) {
+		vs := bench.Values(b.rows, server, key)
+		if len(vs) == 0 {
+			return
+		}
+		s := bench.SpreadOf(vs)
+		ok := s.Median <= limit
+		if cmp == "≥" {
+			ok = s.Median >= limit
+		}
+		gs = append(gs, goal{name, s, fmt.Sprintf("%s %g", cmp, limit), ok})
+	}
+	switch b.mode {
+	case "ingest":
+		want := 0.45
+		if b.conns >= 256 {
+			want = 0.5
+		}
+		ratio("acks/s hookbox ÷ bare", "hookbox", "acks_per_s", "bare", "acks_per_s", want)
+		if b.conns <= 64 {
+			value("hookbox p99 ms", "hookbox", "p99_ms", "≤", 20)
+		}
+		rss := 32.0
+		if b.conns > 64 {
+			rss = 64
+		}
+		value("hookbox RSS MiB", "hookbox", "rss_mib", "≤", rss)
+		ratio("acks/s prefilled ÷ empty", "hookbox+prefill", "acks_per_s", "hookbox", "acks_per_s", 0.9)
+	case "rate":
+		value("hookbox p99 ms", "hookbox", "p99_ms", "≤", 5)
+	case "e2e":
+		ratio("delivered/s ÷ ingest acks/s", "hookbox+url", "delivered_per_s", "hookbox", "acks_per_s", 0.4)
+		value("backlog drain events/s", "backlog", "per_s", "≥", 10000)
+	case "command":
+		ratio("command deliveries/s ÷ raw fork/exec", "hookbox+command", "per_s", "fork/exec", "per_s", 0.8)
+	}
+	return gs
+}
+
+func (b *benchCmd) columns() []bench.Column {
+	switch b.mode {
+	case "e2e":
+		return []bench.Column{
+			col("acks_per_s", "acks/s", "%.0f"), col("p99_ms", "p99 ms", "%.1f"),
+			col("delivered_per_s", "delivered/s", "%.0f"), col("drain_s", "drain s", "%.2f"),
+			col("per_s", "backlog/s", "%.0f"), col("rss_mib", "RSS MiB", "%.1f"),
+		}
+	case "command":
+		return []bench.Column{
+			col("per_s", "runs/s", "%.0f"), col("events", "runs", "%.0f"), col("seconds", "seconds", "%.2f"),
+			col("rss_mib", "RSS MiB", "%.1f"), col("cpu_us_per_ack", "CPU µs/run", "%.0f"),
+		}
+	}
+	cols := []bench.Column{
+		col("acks_per_s", "acks/s", "%.0f"), col("p50_ms", "p50 ms", "%.2f"), col("p90_ms", "p90 ms", "%.2f"),
+		col("p99_ms", "p99 ms", "%.2f"), col("errors", "errors", "%.0f"), col("rss_mib", "RSS MiB", "%.1f"),
+		col("cpu_us_per_ack", "CPU µs/ack", "%.0f"),
+	}
+	if b.mode == "rate" {
+		cols = append(cols, col("dropped", "dropped", "%.0f"))
+	}
+	return cols
+}
+
+func col(key, head, format string) bench.Column {
+	return bench.Column{Key: key, Head: head, Format: format}
+}
+
+func (b *benchCmd) describe() string {
+	load := fmt.Sprintf("%d connections", b.conns)
+	if b.mode == "rate" {
+		load = fmt.Sprintf("%.0f req/s over %d connections", b.rate, b.conns)
+	}
+	return fmt.Sprintf("mode %s, %s, %s a server, %d round(s), %d-byte GitHub-signed bodies, synchronous=full, %d workers; %d CPUs, %s %s/%s",
+		b.mode, load, b.duration, b.rounds, len(b.req.Body), b.workers, runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+func (b *benchCmd) report() error {
+	gs := b.goals()
+	if b.asJSON {
+		enc := json.NewEncoder(b.stdout)
+		enc.Encode(map[string]any{"type": "run", "mode": b.mode, "conns": b.conns, "duration_s": b.duration.Seconds(),
+			"rounds": b.rounds, "rate": b.rate, "prefill": b.prefill, "backlog": b.backlog, "body_size": len(b.req.Body),
+			"workers": b.workers, "cpus": runtime.NumCPU(), "go": runtime.Version(), "notes": b.notes})
+		for _, r := range b.rows {
+			line := map[string]any{"type": "round", "round": r.Round, "server": r.Server}
+			for k, v := range r.Values {
+				line[k] = v
+			}
+			enc.Encode(line)
+		}
+		for _, s := range bench.Servers(b.rows) {
+			line := map[string]any{"type": "summary", "server": s}
+			for _, c := range b.columns() {
+				if vs := bench.Values(b.rows, s, c.Key); len(vs) > 0 {
+					line[c.Key] = bench.SpreadOf(vs)
+				}
+			}
+			enc.Encode(line)
+		}
+		for _, g := range gs {
+			enc.Encode(map[string]any{"type": "goal", "name": g.name, "value": g.value, "want": g.want, "met": g.ok})
+		}
+		for _, d := range b.depths {
+			enc.Encode(map[string]any{"type": "queue_depth", "round": d.Round, "every_s": d.Every, "samples": d.Samples})
+		}
+		return nil
+	}
+	w := b.stdout
+	fmt.Fprintf(w, "hookbox bench: %s\n\n", b.describe())
+	cols := b.columns()
+	if err := bench.WriteRounds(w, b.rows, cols); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	if err := bench.WriteSummary(w, b.rows, cols); err != nil {
+		return err
+	}
+	if len(gs) > 0 {
+		fmt.Fprintln(w)
+		for _, g := range gs {
+			met := "met"
+			if !g.ok {
+				met = "NOT met"
+			}
+			fmt.Fprintf(w, "%-40s %s   goal %s: %s\n", g.name, bench.FormatSpread(g.value, "%.2f"), g.want, met)
+		}
+	}
+	for _, d := range b.depths {
+		// At most about 30 samples on a line; --json has them all.
+		step := max(1, (len(d.Samples)+29)/30)
+		var parts []string
+		for i := 0; i < len(d.Samples); i += step {
+			parts = append(parts, strconv.Itoa(int(d.Samples[i][1])))
+		}
+		fmt.Fprintf(w, "\nqueue depth, round %d, every %.2fs from load start: %s", d.Round, d.Every*float64(step), strings.Join(parts, " "))
+	}
+	if len(b.depths) > 0 {
+		fmt.Fprintln(w)
+	}
+	for _, n := range b.notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// benchServer is the hidden `hookbox bench-server` that `hookbox bench`
+// starts as a child: it serves on loopback, prints "listening on http://ADDR",
+// and shuts down when its stdin closes or on SIGINT/SIGTERM.
+func (c *cli) benchServer(ctx context.Context, args []string) error {
+	fs := c.flags("bench-server")
+	kind := fs.String("kind", "", "bare or hookbox")
+	cfgPath := fs.String("config", "", "hookbox: config file")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the serving time to this file")
+	if err := c.parse(fs, args, 0); err != nil {
+		return err
+	}
+	var addr string
+	var stop func() error
+	switch *kind {
+	case "bare":
+		ln, err := bench.Listen()
+		if err != nil {
+			return err
+		}
+		srv := bench.NewHTTPServer(bench.Bare())
+		go func() { _ = srv.Serve(ln) }()
+		addr = ln.Addr().String()
+		stop = func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			return srv.Shutdown(ctx)
+		}
+	case "hookbox":
+		if *cfgPath == "" {
+			return &usageError{"bench-server: --config is required with --kind hookbox"}
+		}
+		cfg, err := config.Load(*cfgPath, c.getenv)
+		if err != nil {
+			return err
+		}
+		if host, _, err := net.SplitHostPort(cfg.Server.Listen); err != nil || !net.ParseIP(host).IsLoopback() {
+			return fmt.Errorf("bench-server: listen %q: bench servers listen on loopback only", cfg.Server.Listen)
+		}
+		m := NewMain(cfg, zerolog.New(c.stderr).Level(zerolog.WarnLevel).With().Timestamp().Logger())
+		if err := m.Run(ctx); err != nil {
+			return err
+		}
+		addr, stop = m.Addr(), m.Close
+	default:
+		return &usageError{fmt.Sprintf("bench-server: --kind %q: want bare or hookbox", *kind)}
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			stop()
+			return fmt.Errorf("cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			stop()
+			return fmt.Errorf("cpuprofile: %w", err)
+		}
+	}
+	fmt.Fprintln(c.stdout, bench.ReadyPrefix+addr)
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	eof := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, c.stdin)
+		close(eof)
+	}()
+	select {
+	case <-eof:
+	case <-sigs:
+	case <-ctx.Done():
+	}
+	if *cpuprofile != "" {
+		pprof.StopCPUProfile()
+	}
+	if err := stop(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBenchServerChild is not a test: it is the bench server that
+// TestBench starts by running this test binary again.
+func TestBenchServerChild(t *testing.T) {
+	if os.Getenv("HOOKBOX_BENCH_CHILD") != "1" {
+		t.Skip("runs only as a child of TestBench")
+	}
+	if err := run(context.Background(), flag.Args(), os.Stdin, os.Stdout, os.Stderr, os.Getenv); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func TestBench(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts servers and loads them; skipped with -short")
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		servers []string // rows expected in the round table
+		key     string   // a value that must be above 0 for every row
+	}{
+		{"Ingest", []string{"--mode", "ingest", "--prefill", "500"}, []string{"bare", "hookbox", "hookbox+prefill"}, "acks_per_s"},
+		{"Rate", []string{"--mode", "rate", "--rate", "200"}, []string{"bare", "hookbox"}, "acks_per_s"},
+		{"EndToEnd", []string{"--mode", "e2e", "--backlog", "200"}, []string{"hookbox", "hookbox+url", "backlog"}, ""},
+		{"Command", []string{"--mode", "command"}, []string{"fork/exec", "hookbox+command"}, "per_s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			c := &cli{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: os.Getenv}
+			b := &benchCmd{
+				cli:        c,
+				serverArgv: []string{os.Args[0], "-test.run=^TestBenchServerChild$", "--"},
+				serverEnv:  []string{"HOOKBOX_BENCH_CHILD=1"},
+			}
+			args := append([]string{"--duration", "300ms", "--rounds", "1", "--conns", "4", "--json"}, tt.args...)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			if err := b.run(ctx, args); err != nil {
+				t.Fatalf("bench %v: %v\nstderr:\n%s", args, err, stderr.String())
+			}
+			if stderr.Len() == 0 {
+				t.Errorf("no progress lines on stderr")
+			}
+			got := map[string]map[string]any{}
+			for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+				var v map[string]any
+				if err := json.Unmarshal([]byte(line), &v); err != nil {
+					t.Fatalf("line %q is not JSON: %v", line, err)
+				}
+				if v["type"] == "round" {
+					got[v["server"].(string)] = v
+				}
+			}
+			for _, s := range tt.servers {
+				row, ok := got[s]
+				if !ok {
+					t.Errorf("no round row for %s in:\n%s", s, stdout.String())
+					continue
+				}
+				keys := []string{tt.key}
+				switch s {
+				case "hookbox+url":
+					keys = []string{"acks_per_s", "delivered_per_s"}
+				case "backlog":
+					keys = []string{"per_s"}
+				case "hookbox":
+					keys = []string{"acks_per_s", "p99_ms", "rss_mib"}
+				}
+				for _, k := range keys {
+					if n, _ := row[k].(float64); !(n > 0) {
+						t.Errorf("%s %s=%v, want > 0", s, k, row[k])
+					}
+				}
+			}
+			if len(got) != len(tt.servers) {
+				t.Errorf("rows for %d servers, want %d:\n%s", len(got), len(tt.servers), stdout.String())
+			}
+		})
+	}
+
+	t.Run("Table", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		c := &cli{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: os.Getenv}
+		b := &benchCmd{cli: c, serverArgv: []string{os.Args[0], "-test.run=^TestBenchServerChild$", "--"}, serverEnv: []string{"HOOKBOX_BENCH_CHILD=1"}}
+		if err := b.run(context.Background(), []string{"--duration", "200ms", "--rounds", "2", "--conns", "2"}); err != nil {
+			t.Fatalf("bench: %v\n%s", err, stderr.String())
+		}
+		out := stdout.String()
+		for _, want := range []string{"acks/s", "p50 ms", "p90 ms", "p99 ms", "RSS MiB", "median (min–max)", "acks/s hookbox ÷ bare"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("table lacks %q:\n%s", want, out)
+			}
+		}
+		if n := strings.Count(out, "bare"); n < 3 {
+			t.Errorf("bare appears %d times, want 2 rounds and a summary:\n%s", n, out)
+		}
+	})
+}
+
+func TestBench_Usage(t *testing.T) {
+	for _, args := range [][]string{{"--mode", "nope"}, {"--conns", "0"}, {"--duration", "0s"}, {"extra"}} {
+		var out bytes.Buffer
+		err := run(context.Background(), append([]string{"bench"}, args...), strings.NewReader(""), &out, &out, os.Getenv)
+		var ue *usageError
+		if !errors.As(err, &ue) {
+			t.Errorf("bench %v: err=%v, want a usage error", args, err)
+		}
+	}
+}

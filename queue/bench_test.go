@@ -1,0 +1,88 @@
+package queue_test
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"hookbox/dedupe"
+	"hookbox/queue"
+	"hookbox/store"
+)
+
+// BenchmarkClaimComplete claims a batch of 64 due deliveries and completes
+// each as done, on a real database (synchronous=full). The completions are
+// sent one after another (one worker) or all at once (64 workers, which the
+// group-commit writer can batch).
+func BenchmarkClaimComplete(b *testing.B) {
+	const batch = 64
+	for _, mode := range []string{"serial", "parallel"} {
+		b.Run("complete="+mode, func(b *testing.B) {
+			db, err := store.Open(filepath.Join(b.TempDir(), "hookbox.db"), store.Options{Logger: zerolog.Nop()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			q := queue.New(db)
+			events := dedupe.New(db)
+			ctx := context.Background()
+			events.OnNew = func(tx *sql.Tx, ev *dedupe.Event) error {
+				return q.EnqueueTx(ctx, tx, ev.ID, []string{"sink"}, ev.ReceivedAt)
+			}
+			body := make([]byte, 1024)
+			past := time.Now().Add(-time.Minute)
+			total := b.N * batch
+			for done := 0; done < total; done += 5000 {
+				err := db.Write(ctx, func(tx *sql.Tx) error {
+					for i := done; i < min(done+5000, total); i++ {
+						if _, err := events.IngestTx(ctx, tx, &dedupe.Event{Source: "github", EventID: strconv.Itoa(i),
+							ReceivedAt: past, ContentType: "application/json", Body: body}); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				now := time.Now()
+				jobs, err := q.Claim(ctx, batch, time.Minute, now)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(jobs) != batch {
+					b.Fatalf("claimed %d, want %d", len(jobs), batch)
+				}
+				complete := func(j *queue.Job) {
+					f := queue.Finish{Attempt: queue.Attempt{Number: j.Attempt, StartedAt: now, Duration: time.Millisecond, Outcome: "ok", HTTPStatus: 200}}
+					if err := q.Complete(ctx, j, f, now); err != nil {
+						b.Error(err)
+					}
+				}
+				if mode == "serial" {
+					for _, j := range jobs {
+						complete(j)
+					}
+					continue
+				}
+				var wg sync.WaitGroup
+				for _, j := range jobs {
+					wg.Go(func() { complete(j) })
+				}
+				wg.Wait()
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/delivery")
+		})
+	}
+}
