@@ -84,7 +84,7 @@ func (b *benchCmd) run(ctx context.Context, args []string) error {
 	fs.IntVar(&b.bodySize, "body-size", 1024, "request body bytes")
 	fs.IntVar(&b.workers, "workers", 4, "delivery workers (e2e, command); also the raw fork/exec concurrency")
 	fs.BoolVar(&b.asJSON, "json", false, "one JSON object a line instead of tables")
-	fs.StringVar(&b.cpuprofile, "cpuprofile", "", "write a CPU profile of the last round's hookbox server to this file")
+	fs.StringVar(&b.cpuprofile, "cpuprofile", "", "write a CPU profile of the last round's hookbox server to this file (e2e: the backlog drain's to FILE.backlog)")
 	if err := b.parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -210,7 +210,11 @@ func (b *benchCmd) endToEnd(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := b.drain(ctx, r, "backlog", b.hookboxArgv(cfg, 0), b.backlog, func() (int64, time.Time) {
+		argv := b.hookboxArgv(cfg, 0)
+		if b.cpuprofile != "" && r == b.rounds {
+			argv = append(argv, "--cpuprofile", b.cpuprofile+".backlog")
+		}
+		if err := b.drain(ctx, r, "backlog", argv, b.backlog, func() (int64, time.Time) {
 			n, _, last := sink.Counts()
 			return n, last
 		}); err != nil {

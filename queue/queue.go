@@ -193,20 +193,7 @@ func (q *Queue) ClaimExcept(ctx context.Context, n int, lease time.Duration, now
 		if err := rows.Close(); err != nil {
 			return err
 		}
-		load, err := q.db.Stmt(ctx, tx, loadEventSQL)
-		if err != nil {
-			return err
-		}
-		for _, j := range jobs {
-			var recv int64
-			var body []byte
-			if err := load.QueryRowContext(ctx, j.Event).Scan(&j.Source, &j.EventID, &j.Type, &recv, &j.ContentType, &body); err != nil {
-				return fmt.Errorf("load event %d: %w", j.Event, err)
-			}
-			j.ReceivedAt = time.UnixMilli(recv).UTC()
-			j.Body, j.Swept = body, body == nil
-		}
-		return nil
+		return q.loadEvents(ctx, tx, jobs)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", err)
@@ -216,13 +203,65 @@ func (q *Queue) ClaimExcept(ctx context.Context, n int, lease time.Duration, now
 
 const (
 	// The subquery walks the deliveries_due index in claim order and stops
-	// at the limit; the outer UPDATE touches only those rows.
+	// at the limit; the outer UPDATE touches only those rows. Without
+	// INDEXED BY the planner prefers the status index and sorts the whole
+	// backlog for every claim.
 	claimSQL = `UPDATE deliveries SET status = 'running', attempts = attempts + 1, run_at = ?, lease_token = abs(random())
-		WHERE id IN (SELECT id FROM deliveries WHERE status IN ('pending', 'retrying', 'running') AND run_at <= ?
+		WHERE id IN (SELECT id FROM deliveries INDEXED BY deliveries_due WHERE status IN ('pending', 'retrying', 'running') AND run_at <= ?
 			AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY run_at, id LIMIT ?)
 		RETURNING id, event, target, attempts, lease_token`
-	loadEventSQL = `SELECT source, event_id, type, received_at, content_type, body FROM events WHERE id = ?`
+	loadEventsSQL = `SELECT id, source, event_id, type, received_at, content_type, body FROM events
+		WHERE id IN (SELECT value FROM json_each(?))`
 )
+
+// loadEvents fills in the events of jobs with one query.
+func (q *Queue) loadEvents(ctx context.Context, tx *sql.Tx, jobs []*Job) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	byEvent := make(map[int64][]*Job, len(jobs))
+	ids := make([]int64, 0, len(jobs))
+	for _, j := range jobs {
+		if _, ok := byEvent[j.Event]; !ok {
+			ids = append(ids, j.Event)
+		}
+		byEvent[j.Event] = append(byEvent[j.Event], j)
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return err
+	}
+	load, err := q.db.Stmt(ctx, tx, loadEventsSQL)
+	if err != nil {
+		return err
+	}
+	rows, err := load.QueryContext(ctx, string(list))
+	if err != nil {
+		return fmt.Errorf("load events: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var e Job
+		var recv int64
+		var body []byte
+		if err := rows.Scan(&e.Event, &e.Source, &e.EventID, &e.Type, &recv, &e.ContentType, &body); err != nil {
+			return fmt.Errorf("load events: %w", err)
+		}
+		for _, j := range byEvent[e.Event] {
+			j.Source, j.EventID, j.Type, j.ContentType = e.Source, e.EventID, e.Type, e.ContentType
+			j.ReceivedAt = time.UnixMilli(recv).UTC()
+			j.Body, j.Swept = body, body == nil
+		}
+		delete(byEvent, e.Event)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load events: %w", err)
+	}
+	for id := range byEvent {
+		return fmt.Errorf("load events: event %d is gone", id)
+	}
+	return nil
+}
 
 // Unclaim puts jobs that were claimed but never started back in the queue,
 // as they were: their claim does not count as an attempt.
@@ -249,7 +288,7 @@ func (q *Queue) Unclaim(ctx context.Context, jobs []*Job, now time.Time) error {
 // NextDue returns when the earliest queued delivery is due, or false if none is queued.
 func (q *Queue) NextDue(ctx context.Context) (time.Time, bool, error) {
 	var at sql.NullInt64
-	err := q.db.Reader().QueryRowContext(ctx, `SELECT MIN(run_at) FROM deliveries WHERE status IN ('pending', 'retrying', 'running')`).Scan(&at)
+	err := q.db.Reader().QueryRowContext(ctx, `SELECT MIN(run_at) FROM deliveries INDEXED BY deliveries_due WHERE status IN ('pending', 'retrying', 'running')`).Scan(&at)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("next due: %w", err)
 	}

@@ -166,7 +166,7 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 		return s, fmt.Errorf("queue stats: %w", err)
 	}
 	var oldest sql.NullInt64
-	if err := q.db.Reader().QueryRowContext(ctx, `SELECT MIN(created_at) FROM deliveries WHERE status IN ('pending','retrying','running')`).Scan(&oldest); err != nil {
+	if err := q.db.Reader().QueryRowContext(ctx, `SELECT MIN(created_at) FROM deliveries INDEXED BY deliveries_due WHERE status IN ('pending', 'retrying', 'running')`).Scan(&oldest); err != nil {
 		return s, fmt.Errorf("queue stats: %w", err)
 	}
 	if oldest.Valid {

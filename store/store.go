@@ -73,7 +73,8 @@ type DB struct {
 	statsMu sync.Mutex
 	stats   Stats
 
-	cur atomic.Pointer[batchTx] // the writer's open transaction, if any
+	cur      atomic.Pointer[batchTx] // the writer's open transaction, if any
+	prepared sync.Map                // query → *sql.Stmt prepared on the writer pool, nil while preparing
 }
 
 // Stats counts group commits, for metrics and benchmarks.
@@ -485,11 +486,30 @@ type batchTx struct {
 	stmts map[string]*sql.Stmt
 }
 
-// Stmt returns query prepared in tx. Inside a Write, one preparation serves
-// every write of the batch (SQLite parses and plans each statement text
-// anew otherwise, a large share of a small write's cost). The statement is
-// closed with the transaction; callers do not close it.
+// Stmt returns query prepared for tx. SQLite parses and plans a statement
+// text anew on every plain Exec, a large share of a small write's cost, so
+// a query is prepared once on the writer connection and reused by every
+// later transaction; until that is ready, one preparation serves the whole
+// batch. The statement is closed with the transaction; callers do not
+// close it.
 func (db *DB) Stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
+	if v, loaded := db.prepared.LoadOrStore(query, (*sql.Stmt)(nil)); loaded {
+		if st := v.(*sql.Stmt); st != nil {
+			return tx.StmtContext(ctx, st), nil
+		}
+	} else {
+		// Prepare it once for the writer connection, from another
+		// goroutine: the connection is busy with tx until this batch
+		// commits, and the preparation takes it between two batches.
+		go func() {
+			st, err := db.writer.PrepareContext(context.Background(), query)
+			if err != nil {
+				db.prepared.Delete(query)
+				return
+			}
+			db.prepared.Store(query, st)
+		}()
+	}
 	cur := db.cur.Load()
 	if cur == nil || cur.tx != tx {
 		return tx.PrepareContext(ctx, query)
@@ -515,6 +535,12 @@ func (db *DB) Close() error {
 		close(db.ops)
 		db.mu.Unlock()
 		<-db.done
+		db.prepared.Range(func(_, v any) bool {
+			if st := v.(*sql.Stmt); st != nil {
+				st.Close()
+			}
+			return true
+		})
 		if db.reader != nil {
 			if err := db.reader.Close(); err != nil && db.closeErr == nil {
 				db.closeErr = err
