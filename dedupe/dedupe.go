@@ -58,10 +58,15 @@ func New(db *store.DB) *Store { return &Store{db: db} }
 // Ingest stores ev, or records it as a redelivery, and returns once the
 // transaction is durable. An error means nothing was written.
 func (s *Store) Ingest(ctx context.Context, ev *Event) (Result, error) {
+	// Encode outside the writer: everything done inside Write is serial.
+	headers, err := json.Marshal(ev.Headers)
+	if err != nil {
+		return Result{}, fmt.Errorf("encode headers: %w", err)
+	}
 	var res Result
-	err := s.db.Write(ctx, func(tx *sql.Tx) error {
+	err = s.db.Write(ctx, func(tx *sql.Tx) error {
 		var err error
-		res, err = s.IngestTx(ctx, tx, ev)
+		res, err = s.ingestTx(ctx, tx, ev, headers)
 		return err
 	})
 	if err != nil {
@@ -86,6 +91,10 @@ func (s *Store) IngestTx(ctx context.Context, tx *sql.Tx, ev *Event) (Result, er
 	if err != nil {
 		return Result{}, fmt.Errorf("encode headers: %w", err)
 	}
+	return s.ingestTx(ctx, tx, ev, headers)
+}
+
+func (s *Store) ingestTx(ctx context.Context, tx *sql.Tx, ev *Event, headers []byte) (Result, error) {
 	body := ev.Body
 	if body == nil {
 		body = []byte{} // NULL means swept; an empty body is still a body

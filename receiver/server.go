@@ -309,9 +309,14 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request, src *Source, name 
 			return nil, &Error{Status: http.StatusBadRequest, Msg: "event type from " + src.EventType.String() + " " + err.Error()}
 		}
 	}
-	headers := r.Header.Clone()
+	// The request's own map is stored as is (it is encoded before Ingest
+	// returns); only a source whose header carries its secret gets a copy.
+	headers, cloned := r.Header, false
 	for _, h := range src.Redact {
 		if headers.Get(h) != "" {
+			if !cloned {
+				headers, cloned = r.Header.Clone(), true
+			}
 			headers.Set(h, "[redacted]")
 		}
 	}
