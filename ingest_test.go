@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"hookbox/dedupe"
 )
 
@@ -658,4 +660,28 @@ func TestReceiver_Vectors(t *testing.T) {
 	if ran < 30 {
 		t.Fatalf("ran %d vector cases, want at least 30", ran)
 	}
+}
+
+func TestServe_OneServePerStore(t *testing.T) {
+	first := MustRunMain(t, "", "")
+	cfg := first.Config
+	cfg.Server.Listen = "127.0.0.1:0"
+	second := NewMain(cfg, zerolog.Nop())
+	err := second.Run(context.Background())
+	if err == nil {
+		second.Close()
+		t.Fatal("second serve on the same store started, want it refused")
+	}
+	if !strings.Contains(err.Error(), "in use by another hookbox serve") {
+		t.Fatalf("err=%q, want it to say the store is in use", err)
+	}
+	// Once the first stops, the store is free again.
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	third := NewMain(cfg, zerolog.Nop())
+	if err := third.Run(context.Background()); err != nil {
+		t.Fatalf("serve after the first stopped: %v", err)
+	}
+	third.Close()
 }
