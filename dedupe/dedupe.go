@@ -64,9 +64,13 @@ func (s *Store) Ingest(ctx context.Context, ev *Event) (Result, error) {
 		return Result{}, fmt.Errorf("encode headers: %w", err)
 	}
 	var res Result
+	// Once the writer runs it, the write is not abandoned: statements get
+	// a context without cancellation, which also spares the driver a
+	// watcher goroutine per statement.
+	wctx := context.WithoutCancel(ctx)
 	err = s.db.Write(ctx, func(tx *sql.Tx) error {
 		var err error
-		res, err = s.ingestTx(ctx, tx, ev, headers)
+		res, err = s.ingestTx(wctx, tx, ev, headers)
 		return err
 	})
 	if err != nil {

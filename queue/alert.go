@@ -3,7 +3,6 @@ package queue
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -167,6 +166,3 @@ func (q *Queue) recordAlert(ctx context.Context, id int64, sendErr error, next t
 		return err
 	})
 }
-
-// MarshalAlert encodes an alert as sent.
-func MarshalAlert(a Alert) ([]byte, error) { return json.Marshal(a) }

@@ -172,7 +172,9 @@ func (q *Queue) ClaimExcept(ctx context.Context, n int, lease time.Duration, now
 		}
 		skipJSON = string(b)
 	}
+	wctx := context.WithoutCancel(ctx) // see dedupe.Ingest: no watcher goroutine per statement
 	err := q.db.Write(ctx, func(tx *sql.Tx) error {
+		ctx := wctx
 		jobs = jobs[:0]
 		claim, err := q.db.Stmt(ctx, tx, claimSQL)
 		if err != nil {
