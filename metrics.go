@@ -67,7 +67,11 @@ func (m *Metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "# HELP hookbox_unavailable_total Requests answered 503 (store could not commit).\n# TYPE hookbox_unavailable_total counter\nhookbox_unavailable_total %d\n", c.Failed.Load())
 	}
 	fmt.Fprintf(w, "# HELP hookbox_dead_total Deliveries that went dead since start.\n# TYPE hookbox_dead_total counter\nhookbox_dead_total %d\n", m.Dead.Load())
-	fmt.Fprintf(w, "# HELP hookbox_deliveries Deliveries in the store, by status.\n# TYPE hookbox_deliveries gauge\n")
+	m.mu.Lock()
+	delivered := m.count
+	m.mu.Unlock()
+	fmt.Fprintf(w, "# HELP hookbox_delivered_total Deliveries that succeeded since start.\n# TYPE hookbox_delivered_total counter\nhookbox_delivered_total %d\n", delivered)
+	fmt.Fprintf(w, "# HELP hookbox_deliveries Deliveries queued (pending, running, retrying) or dead in the store.\n# TYPE hookbox_deliveries gauge\n")
 	statuses := make([]string, 0, len(st.ByStatus))
 	for s := range st.ByStatus {
 		statuses = append(statuses, s)

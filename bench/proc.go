@@ -198,7 +198,7 @@ func ForkExec(ctx context.Context, argv []string, workers int, d time.Duration) 
 }
 
 // Deliveries reads hookbox's /metrics at base and returns deliveries by
-// status.
+// status: queued and dead ones in the store, "done" since the server started.
 func Deliveries(ctx context.Context, client *http.Client, base string) (map[string]int64, error) {
 	if err := CheckLoopback(base); err != nil {
 		return nil, err
@@ -218,6 +218,14 @@ func Deliveries(ctx context.Context, client *http.Client, base string) (map[stri
 	out := map[string]int64{}
 	sc := bufio.NewScanner(io.LimitReader(resp.Body, 1<<20))
 	for sc.Scan() {
+		// Done deliveries are counted as they happen (the store does not
+		// count them per scrape).
+		if num, ok := strings.CutPrefix(sc.Text(), "hookbox_delivered_total "); ok {
+			if n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64); err == nil {
+				out["done"] = n
+			}
+			continue
+		}
 		rest, ok := strings.CutPrefix(sc.Text(), `hookbox_deliveries{status="`)
 		if !ok {
 			continue

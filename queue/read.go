@@ -142,35 +142,45 @@ func (q *Queue) DeadLetters(ctx context.Context, all bool, limit int) ([]DeadLet
 
 // Stats are queue figures for metrics.
 type Stats struct {
+	// ByStatus counts pending, running, retrying and dead deliveries. Done
+	// ones are not counted: that would read the whole table on every
+	// scrape (the metrics count successes as they happen instead).
 	ByStatus     map[string]int64
-	OldestQueued time.Time // receive time of the oldest event with a queued delivery; zero if none
+	OldestQueued time.Time // creation of the oldest queued delivery; zero if none
 }
 
-// Stats counts deliveries by status and finds the oldest queued event.
+// Stats counts queued and dead deliveries and finds the oldest queued one,
+// reading only the due index and the dead letters.
 func (q *Queue) Stats(ctx context.Context) (Stats, error) {
-	s := Stats{ByStatus: map[string]int64{}}
-	rows, err := q.db.Reader().QueryContext(ctx, `SELECT status, COUNT(*) FROM deliveries GROUP BY status`)
+	s := Stats{ByStatus: map[string]int64{Pending: 0, Running: 0, Retrying: 0, Dead: 0}}
+	rows, err := q.db.Reader().QueryContext(ctx, `SELECT status, COUNT(*), MIN(created_at) FROM deliveries INDEXED BY deliveries_due
+		WHERE status IN ('pending', 'retrying', 'running') GROUP BY status`)
 	if err != nil {
 		return s, fmt.Errorf("queue stats: %w", err)
 	}
 	defer rows.Close()
+	var oldest int64
 	for rows.Next() {
 		var st string
-		var n int64
-		if err := rows.Scan(&st, &n); err != nil {
+		var n, first int64
+		if err := rows.Scan(&st, &n, &first); err != nil {
 			return s, fmt.Errorf("queue stats: %w", err)
 		}
 		s.ByStatus[st] = n
+		if oldest == 0 || first < oldest {
+			oldest = first
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return s, fmt.Errorf("queue stats: %w", err)
 	}
-	var oldest sql.NullInt64
-	if err := q.db.Reader().QueryRowContext(ctx, `SELECT MIN(created_at) FROM deliveries INDEXED BY deliveries_due WHERE status IN ('pending', 'retrying', 'running')`).Scan(&oldest); err != nil {
+	if oldest != 0 {
+		s.OldestQueued = time.UnixMilli(oldest).UTC()
+	}
+	var dead int64
+	if err := q.db.Reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM dead_letters WHERE revived_at IS NULL`).Scan(&dead); err != nil {
 		return s, fmt.Errorf("queue stats: %w", err)
 	}
-	if oldest.Valid {
-		s.OldestQueued = time.UnixMilli(oldest.Int64).UTC()
-	}
+	s.ByStatus[Dead] = dead
 	return s, nil
 }
