@@ -381,8 +381,8 @@ timeout = "5s"
 	sort.Strings(lost)
 	sort.Strings(dupIDs)
 	t.Logf("crash loop: %d cycles, %d acked, %d lost, %d recovered (stored without a 200), %d requests without an answer, "+
-		"%d duplicate deliveries over %d ids (bound: %d deliveries running at the kills, at most %d workers × %d cycles)",
-		k, len(acked), len(lost), len(recovered), inflightAtKills, extra, len(dupIDs), runningAtKills, crashWorkers, k)
+		"%d duplicate deliveries over %d ids (bound: %d deliveries running at the kills, never more than %d workers + %d claimed ahead a kill)",
+		k, len(acked), len(lost), len(recovered), inflightAtKills, extra, len(dupIDs), runningAtKills, crashWorkers, crashClaimAhead)
 
 	if len(lost) > 0 {
 		t.Errorf("%d acked events lost, e.g. %v", len(lost), lost[:min(5, len(lost))])

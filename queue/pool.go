@@ -98,7 +98,7 @@ type Pool struct {
 	log     zerolog.Logger
 
 	wake  chan struct{}
-	taken chan struct{} // a worker took a job: there is room to claim more
+	taken chan struct{} // a worker took a job, or a result was committed: there may be room to claim more
 	jobs  chan *Job     // claimed jobs, ahead of the workers
 
 	// inflight holds the deliveries claimed by this pool whose completion
@@ -206,9 +206,13 @@ func (p *Pool) dispatcher(ctx context.Context) {
 	defer p.dispatch.Done()
 	for ctx.Err() == nil {
 		// Claim when at least half the prefetch room is free (or nothing
-		// waits at all), so claims are few and large under load.
-		free := cap(p.jobs) - len(p.jobs)
-		if free < cap(p.jobs)/2 && len(p.jobs) > 0 {
+		// waits at all), so claims are few and large under load. What this
+		// pool holds (waiting, running, or finished but not yet committed)
+		// never exceeds the prefetch room plus one job a worker: that is
+		// also all a crash can leave running.
+		held := p.running()
+		free := min(cap(p.jobs)-len(p.jobs), cap(p.jobs)+p.cfg.Workers-len(held))
+		if free <= 0 || (free < cap(p.jobs)/2 && len(p.jobs) > 0) {
 			select {
 			case <-p.taken:
 				continue
@@ -216,7 +220,7 @@ func (p *Pool) dispatcher(ctx context.Context) {
 				return
 			}
 		}
-		jobs, err := p.q.ClaimExcept(ctx, free, p.cfg.Lease, p.cfg.Now(), p.running())
+		jobs, err := p.q.ClaimExcept(ctx, free, p.cfg.Lease, p.cfg.Now(), held)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -259,6 +263,10 @@ func (p *Pool) finished(id int64) {
 	p.mu.Lock()
 	delete(p.inflight, id)
 	p.mu.Unlock()
+	select {
+	case p.taken <- struct{}{}:
+	default:
+	}
 }
 
 // waitForWork sleeps until woken, until the next delivery is due, or at most
