@@ -1,0 +1,81 @@
+package dedupe_test
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+	"time"
+
+	"hookbox/dedupe"
+	"hookbox/queue"
+)
+
+func TestSweep_RetentionKeepsWhatIsNeeded(t *testing.T) {
+	s, db := MustOpen(t)
+	q := queue.New(db)
+	s.OnNew = func(tx *sql.Tx, ev *dedupe.Event) error {
+		return q.EnqueueTx(context.Background(), tx, ev.ID, []string{"web"}, ev.ReceivedAt)
+	}
+	ctx := context.Background()
+	now := t0.Add(100 * 24 * time.Hour)
+	ingest := func(id string, at time.Time, status string) int64 {
+		t.Helper()
+		ev := event(id)
+		ev.ReceivedAt = at
+		res, err := s.Ingest(ctx, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Write(ctx, func(tx *sql.Tx) error {
+			_, err := tx.Exec(`UPDATE deliveries SET status = ? WHERE event = ?`, status, res.ID)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return res.ID
+	}
+	recentDone := ingest("recent_done", now.Add(-24*time.Hour), queue.Done)
+	oldDone := ingest("old_done", now.Add(-40*24*time.Hour), queue.Done)
+	oldDead := ingest("old_dead", now.Add(-40*24*time.Hour), queue.Dead)
+	ancientDone := ingest("ancient_done", now.Add(-100*24*time.Hour), queue.Done)
+	ancientQueued := ingest("ancient_queued", now.Add(-100*24*time.Hour), queue.Retrying)
+
+	swept, deleted, err := s.Sweep(ctx, now.Add(-30*24*time.Hour), now.Add(-90*24*time.Hour), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// old_done and ancient_done lose their payload (ancient_done then goes
+	// altogether); old_dead and ancient_queued keep theirs.
+	if swept != 2 || deleted != 1 {
+		t.Fatalf("swept=%d deleted=%d, want 2 and 1", swept, deleted)
+	}
+	for _, c := range []struct {
+		row       int64
+		wantBody  bool
+		wantSwept bool
+	}{
+		{recentDone, true, false},
+		{oldDone, false, true},
+		{oldDead, true, false},
+		{ancientQueued, true, false},
+	} {
+		e, err := s.Get(ctx, c.row)
+		if err != nil {
+			t.Fatalf("event %d: %v", c.row, err)
+		}
+		if (e.Body != nil) != c.wantBody || e.Swept != c.wantSwept {
+			t.Errorf("event %s: body kept=%v swept=%v, want %v %v", e.EventID, e.Body != nil, e.Swept, c.wantBody, c.wantSwept)
+		}
+	}
+	if _, err := s.Get(ctx, ancientDone); err == nil {
+		t.Error("ancient_done still stored, want its dedupe key gone after the dedupe period")
+	}
+
+	// A swept event still dedupes; a forgotten one is new again.
+	if res, err := s.Ingest(ctx, event("old_done")); err != nil || !res.Duplicate {
+		t.Errorf("resend of a swept event: duplicate=%v err=%v, want duplicate", res.Duplicate, err)
+	}
+	if res, err := s.Ingest(ctx, event("ancient_done")); err != nil || res.Duplicate {
+		t.Errorf("resend of a forgotten event: duplicate=%v err=%v, want new", res.Duplicate, err)
+	}
+}
