@@ -18,7 +18,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -73,8 +72,7 @@ type DB struct {
 	statsMu sync.Mutex
 	stats   Stats
 
-	cur      atomic.Pointer[batchTx] // the writer's open transaction, if any
-	prepared sync.Map                // query → *sql.Stmt prepared on the writer pool, nil while preparing
+	prepared sync.Map // query → *sql.Stmt prepared on the writer pool, nil while preparing
 }
 
 // Stats counts group commits, for metrics and benchmarks.
@@ -445,8 +443,6 @@ func (db *DB) tryBatch(batch []*op, isolate bool) (failed bool, err error) {
 		return false, &CommitError{fmt.Errorf("begin: %w", err)}
 	}
 	defer tx.Rollback()
-	db.cur.Store(&batchTx{tx: tx, stmts: make(map[string]*sql.Stmt)})
-	defer db.cur.Store(nil)
 	for _, o := range batch {
 		if err := o.ctx.Err(); err != nil {
 			o.err = err
@@ -480,18 +476,11 @@ func (db *DB) tryBatch(batch []*op, isolate bool) (failed bool, err error) {
 	return false, nil
 }
 
-// batchTx is the writer's open transaction and the statements prepared in it.
-type batchTx struct {
-	tx    *sql.Tx
-	stmts map[string]*sql.Stmt
-}
-
 // Stmt returns query prepared for tx. SQLite parses and plans a statement
 // text anew on every plain Exec, a large share of a small write's cost, so
 // a query is prepared once on the writer connection and reused by every
-// later transaction; until that is ready, one preparation serves the whole
-// batch. The statement is closed with the transaction; callers do not
-// close it.
+// later transaction. The statement is closed with the transaction; callers
+// do not close it.
 func (db *DB) Stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
 	if v, loaded := db.prepared.LoadOrStore(query, (*sql.Stmt)(nil)); loaded {
 		if st := v.(*sql.Stmt); st != nil {
@@ -510,20 +499,8 @@ func (db *DB) Stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, er
 			db.prepared.Store(query, st)
 		}()
 	}
-	cur := db.cur.Load()
-	if cur == nil || cur.tx != tx {
-		return tx.PrepareContext(ctx, query)
-	}
-	// Only the writer goroutine, running this batch, gets here.
-	if st, ok := cur.stmts[query]; ok {
-		return st, nil
-	}
-	st, err := tx.PrepareContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	cur.stmts[query] = st
-	return st, nil
+	// Until then (the first batch or so), prepare it in tx.
+	return tx.PrepareContext(ctx, query)
 }
 
 // Close stops taking writes, commits the ones already queued, and closes both
