@@ -283,15 +283,8 @@ func (c *cli) events(ctx context.Context, args []string) error {
 		for _, d := range deliveries[e.ID] {
 			ds = append(ds, fmt.Sprintf("%s:%s(%d)", d.Target, d.Status, d.Attempts))
 		}
-		dl := strings.Join(ds, " ")
-		if dl == "" {
-			dl = "-"
-		}
-		typ := e.Type
-		if typ == "" {
-			typ = "-"
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", e.ID, rfc(e.ReceivedAt), e.Source, e.EventID, typ, e.Redeliveries, dl)
+		dl := orDash(strings.Join(ds, " "))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", e.ID, rfc(e.ReceivedAt), e.Source, e.EventID, orDash(e.Type), e.Redeliveries, dl)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

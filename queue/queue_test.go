@@ -316,3 +316,68 @@ func TestRetry_Delay(t *testing.T) {
 		}
 	})
 }
+
+// TestPool_StopReturnsUnstartedJobs: jobs claimed ahead of a busy worker go
+// back to the queue at Stop as they were, attempts not counted, and nothing
+// but the running attempt reaches the target.
+func TestPool_StopReturnsUnstartedJobs(t *testing.T) {
+	q, events := MustOpen(t, "a")
+	const n = 10
+	var ids []int64
+	for i := range n {
+		ids = append(ids, mustIngest(t, events, fmt.Sprintf("evt_%d", i), time.Now()))
+	}
+	started := make(chan struct{}, n)
+	release := make(chan struct{})
+	handler := queue.HandlerFunc(func(ctx context.Context, j *queue.Job) queue.Outcome {
+		started <- struct{}{}
+		<-release
+		return queue.Outcome{}
+	})
+	p := queue.NewPool(q, queue.PoolConfig{
+		Workers: 1, MaxAttempts: 5, Lease: time.Minute, Grace: 10 * time.Second,
+		Retry:   queue.Retry{Backoff: time.Second, MaxBackoff: time.Second},
+		Targets: []queue.Target{{Name: "a", Handler: handler}},
+		Logger:  zerolog.Nop(),
+	})
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no attempt started")
+	}
+	stopped := make(chan struct{})
+	go func() { p.Stop(); close(stopped) }()
+	time.Sleep(200 * time.Millisecond) // let Stop stop claiming before the attempt ends
+	close(release)
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stop did not return")
+	}
+	if got := len(started); got != 0 {
+		t.Errorf("%d more attempts started after Stop, want 0", got)
+	}
+	byEvent, err := q.Deliveries(context.Background(), ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, pending := 0, 0
+	for _, ds := range byEvent {
+		for _, d := range ds {
+			switch {
+			case d.Status == queue.Done && d.Attempts == 1:
+				done++
+			case d.Status == queue.Pending && d.Attempts == 0:
+				pending++
+			default:
+				t.Errorf("delivery %d: %s after %d attempts, want done after 1 or pending after 0", d.ID, d.Status, d.Attempts)
+			}
+		}
+	}
+	if done != 1 || pending != n-1 {
+		t.Errorf("done=%d pending=%d, want 1 and %d", done, pending, n-1)
+	}
+}
