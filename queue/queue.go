@@ -58,7 +58,7 @@ type Job struct {
 
 // EnqueueTx adds one pending delivery per target for event, inside tx.
 func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, event int64, targets []string, now time.Time) error {
-	st, err := q.db.Stmt(ctx, tx, `INSERT INTO deliveries (event, target, status, run_at, created_at) VALUES (?, ?, 'pending', ?, ?)`)
+	st, err := q.db.Stmt(ctx, tx, enqueueSQL)
 	if err != nil {
 		return fmt.Errorf("enqueue: %w", err)
 	}
@@ -209,7 +209,7 @@ const (
 	// INDEXED BY the planner prefers the status index and sorts the whole
 	// backlog for every claim.
 	claimSQL = `UPDATE deliveries SET status = 'running', attempts = attempts + 1, run_at = ?, lease_token = abs(random())
-		WHERE id IN (SELECT id FROM deliveries INDEXED BY deliveries_due WHERE status IN ('pending', 'retrying', 'running') AND run_at <= ?
+		WHERE id IN (SELECT id FROM deliveries INDEXED BY deliveries_due WHERE (status = 'pending' OR status = 'retrying' OR status = 'running') AND run_at <= ?
 			AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY run_at, id LIMIT ?)
 		RETURNING id, event, target, attempts, lease_token`
 	loadEventsSQL = `SELECT id, source, event_id, type, received_at, content_type, body FROM events
@@ -290,7 +290,7 @@ func (q *Queue) Unclaim(ctx context.Context, jobs []*Job, now time.Time) error {
 // NextDue returns when the earliest queued delivery is due, or false if none is queued.
 func (q *Queue) NextDue(ctx context.Context) (time.Time, bool, error) {
 	var at sql.NullInt64
-	err := q.db.Reader().QueryRowContext(ctx, `SELECT MIN(run_at) FROM deliveries INDEXED BY deliveries_due WHERE status IN ('pending', 'retrying', 'running')`).Scan(&at)
+	err := q.db.Reader().QueryRowContext(ctx, `SELECT MIN(run_at) FROM deliveries INDEXED BY deliveries_due WHERE (status = 'pending' OR status = 'retrying' OR status = 'running')`).Scan(&at)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("next due: %w", err)
 	}
@@ -402,6 +402,7 @@ func completeErr(j *Job, err error, stale bool) error {
 }
 
 const (
+	enqueueSQL = `INSERT INTO deliveries (event, target, status, run_at, created_at) VALUES (?, ?, 'pending', ?, ?)`
 	doneSQL    = `UPDATE deliveries SET status = 'done', done_at = ?, last_error = '' WHERE id = ? AND lease_token = ? AND status = 'running'`
 	releaseSQL = `UPDATE deliveries SET status = 'retrying', run_at = ?, attempts = max(attempts - 1, 0), last_error = ?
 		WHERE id = ? AND lease_token = ? AND status = 'running'`

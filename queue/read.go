@@ -154,7 +154,7 @@ type Stats struct {
 func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 	s := Stats{ByStatus: map[string]int64{Pending: 0, Running: 0, Retrying: 0, Dead: 0}}
 	rows, err := q.db.Reader().QueryContext(ctx, `SELECT status, COUNT(*), MIN(created_at) FROM deliveries INDEXED BY deliveries_due
-		WHERE status IN ('pending', 'retrying', 'running') GROUP BY status`)
+		WHERE (status = 'pending' OR status = 'retrying' OR status = 'running') GROUP BY status`)
 	if err != nil {
 		return s, fmt.Errorf("queue stats: %w", err)
 	}

@@ -20,12 +20,14 @@ CREATE TABLE events (
 
 CREATE INDEX events_received ON events (received_at);
 
--- One row per (event, target): the delivery queue.
+-- One row per (event, target): the delivery queue. Status tests are OR chains,
+-- not IN lists, which SQLite would check through a temporary b-tree on every
+-- write of a row (see 0002).
 CREATE TABLE deliveries (
 	id           INTEGER PRIMARY KEY,
 	event        INTEGER NOT NULL REFERENCES events (id) ON DELETE CASCADE,
 	target       TEXT    NOT NULL,
-	status       TEXT    NOT NULL CHECK (status IN ('pending', 'running', 'retrying', 'done', 'dead', 'skipped')),
+	status       TEXT    NOT NULL CHECK (status = 'pending' OR status = 'running' OR status = 'retrying' OR status = 'done' OR status = 'dead' OR status = 'skipped'),
 	attempts     INTEGER NOT NULL DEFAULT 0,
 	run_at       INTEGER NOT NULL,   -- due time; while running, the lease expiry
 	lease_token  INTEGER NOT NULL DEFAULT 0,
@@ -37,7 +39,7 @@ CREATE TABLE deliveries (
 
 -- Matches the claim: due rows in run_at order; a running row whose lease
 -- (run_at) has passed is due again.
-CREATE INDEX deliveries_due ON deliveries (run_at, id) WHERE status IN ('pending', 'retrying', 'running');
+CREATE INDEX deliveries_due ON deliveries (run_at, id) WHERE (status = 'pending' OR status = 'retrying' OR status = 'running');
 
 CREATE TABLE attempts (
 	id          INTEGER PRIMARY KEY,
@@ -45,7 +47,7 @@ CREATE TABLE attempts (
 	attempt     INTEGER NOT NULL,
 	started_at  INTEGER NOT NULL,
 	duration_us INTEGER NOT NULL,
-	outcome     TEXT    NOT NULL CHECK (outcome IN ('ok', 'failed', 'interrupted', 'stale')),
+	outcome     TEXT    NOT NULL CHECK (outcome = 'ok' OR outcome = 'failed' OR outcome = 'interrupted' OR outcome = 'stale'),
 	http_status INTEGER,
 	exit_code   INTEGER,
 	error       TEXT    NOT NULL DEFAULT '',
