@@ -129,6 +129,72 @@ func TestQueue_StaleCompletionIsFenced(t *testing.T) {
 func TestQueue_SamePairNeverTwiceAtOnce(t *testing.T) {
 	t.Run("Many workers", testManyWorkers)
 	t.Run("Attempt outlasting its lease", testOutlastingLease)
+	t.Run("Clock past the lease", testClockPastLease)
+}
+
+// testClockPastLease runs an attempt while the clock jumps past its lease,
+// before any renewal: the row is due again in the store, and the pool, which
+// claims on, must still leave the delivery it is running alone.
+func testClockPastLease(t *testing.T) {
+	q, events := MustOpen(t, "slow")
+	start := time.Now()
+	ev := mustIngest(t, events, "evt_clock", start)
+	var mu sync.Mutex
+	now := start
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}
+	runs := 0
+	started, release := make(chan struct{}, 2), make(chan struct{})
+	handler := queue.HandlerFunc(func(ctx context.Context, j *queue.Job) queue.Outcome {
+		mu.Lock()
+		runs++
+		mu.Unlock()
+		started <- struct{}{}
+		<-release
+		return queue.Outcome{}
+	})
+	p := queue.NewPool(q, queue.PoolConfig{
+		Workers:     4,
+		MaxAttempts: 5,
+		Lease:       time.Minute,
+		Grace:       time.Second,
+		Now:         clock,
+		Retry:       queue.Retry{Backoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond},
+		Targets:     []queue.Target{{Name: "slow", Handler: handler}},
+		Logger:      zerolog.Nop(),
+	})
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	<-started
+	mu.Lock()
+	now = start.Add(2 * time.Minute) // the claimed lease (start+1m) has passed
+	mu.Unlock()
+	if due, ok, err := q.NextDue(context.Background()); err != nil || !ok || due.After(clock()) {
+		t.Fatalf("next due %v %v %v: want the running delivery due again in the store", due, ok, err)
+	}
+	for range 5 {
+		p.Notify()
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(release)
+	deadline := time.Now().Add(5 * time.Second)
+	for mustDelivery(t, q, ev).Status != queue.Done {
+		if time.Now().After(deadline) {
+			t.Fatalf("delivery status=%s, want done", mustDelivery(t, q, ev).Status)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	p.Stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if runs != 1 {
+		t.Errorf("handler ran %d times; want once", runs)
+	}
 }
 
 func testManyWorkers(t *testing.T) {
