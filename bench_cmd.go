@@ -214,9 +214,9 @@ func (b *benchCmd) endToEnd(ctx context.Context) error {
 		if b.cpuprofile != "" && r == b.rounds {
 			argv = append(argv, "--cpuprofile", b.cpuprofile+".backlog")
 		}
-		if err := b.drain(ctx, r, "backlog", argv, b.backlog, func() (int64, time.Time) {
-			n, _, last := sink.Counts()
-			return n, last
+		if err := b.drain(ctx, r, "backlog", argv, path, b.backlog, func() int64 {
+			n, _, _ := sink.Counts()
+			return n
 		}); err != nil {
 			return err
 		}
@@ -252,19 +252,19 @@ func (b *benchCmd) command(ctx context.Context) error {
 			return err
 		}
 		var base string
-		var last, polled time.Time
+		var polled time.Time
 		var done int64
-		if err := b.drain(ctx, r, "hookbox+command", b.hookboxArgv(cfg, r), events, func() (int64, time.Time) {
-			// Poll gently: the metrics query runs in the server under test.
-			if base == "" || time.Since(polled) < 50*time.Millisecond {
-				return done, last
+		if err := b.drain(ctx, r, "hookbox+command", b.hookboxArgv(cfg, r), path, events, func() int64 {
+			// Poll gently: a scrape runs in the server under test, and
+			// the drain is timed from the store, not from these polls.
+			if base == "" || time.Since(polled) < 250*time.Millisecond {
+				return done
 			}
 			polled = time.Now()
-			st, err := bench.Deliveries(ctx, b.metrics, base)
-			if err == nil && st["done"] > done {
-				done, last = st["done"], time.Now()
+			if st, err := bench.Deliveries(ctx, b.metrics, base); err == nil {
+				done = st["done"]
 			}
-			return done, last
+			return done
 		}, func(addr string) { base = "http://" + addr }); err != nil {
 			return err
 		}
@@ -415,10 +415,11 @@ func (b *benchCmd) measureDelivered(ctx context.Context, round int, cfg string, 
 	return nil
 }
 
-// drain starts a hookbox on a store holding a backlog of events deliveries
-// and waits until count says all are delivered; the rate is events over the
-// time from start to the last delivery.
-func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []string, events int, count func() (int64, time.Time), started ...func(addr string)) error {
+// drain starts a hookbox on the store at path, holding a backlog of events
+// deliveries, and waits until count says all are delivered; the rate is
+// events over the time from the first attempt's start to the last one's end,
+// as the store recorded them.
+func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []string, path string, events int, count func() int64, started ...func(addr string)) error {
 	b.progress(fmt.Sprintf("round %d/%d  %s: draining %d events", round, b.rounds, name, events))
 	start := time.Now()
 	child, err := bench.StartChild(ctx, argv, b.serverEnv)
@@ -432,9 +433,8 @@ func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []str
 	wait, cancel := context.WithTimeout(ctx, 60*time.Second+10*b.duration)
 	defer cancel()
 	var n int64
-	var last time.Time
 	ok := bench.WaitFor(wait, func() bool {
-		n, last = count()
+		n = count()
 		b.progress(fmt.Sprintf("round %d/%d  %s: %d of %d delivered  %.1fs", round, b.rounds, name, n, events, time.Since(start).Seconds()))
 		return n >= int64(events)
 	})
@@ -448,12 +448,36 @@ func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []str
 	if err := child.Stop(); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	secs := last.Sub(start).Seconds()
+	first, last, err := attemptSpan(ctx, path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	secs := last.Sub(first).Seconds()
 	b.rows = append(b.rows, bench.Row{Round: round, Server: name, Values: map[string]float64{
 		"per_s": float64(events) / secs, "events": float64(events), "seconds": secs,
 		"rss_mib": float64(ps.HWMKiB) / 1024, "cpu_us_per_ack": float64(ps.CPU.Microseconds()) / float64(events),
 	}})
 	return nil
+}
+
+// attemptSpan reads from the store at path when its first attempt started
+// and its last one ended: the drain's own time, without the server's start
+// or the polling that noticed the end.
+func attemptSpan(ctx context.Context, path string) (first, last time.Time, err error) {
+	db, err := store.Open(path, store.Options{Logger: zerolog.Nop()})
+	if err != nil {
+		return first, last, err
+	}
+	defer db.Close()
+	var startMS, endUS sql.NullInt64
+	err = db.Reader().QueryRowContext(ctx, `SELECT MIN(started_at), MAX(started_at * 1000 + duration_us) FROM attempts`).Scan(&startMS, &endUS)
+	if err != nil {
+		return first, last, fmt.Errorf("read attempt times: %w", err)
+	}
+	if !startMS.Valid || endUS.Int64 <= startMS.Int64*1000 {
+		return first, last, errors.New("read attempt times: no attempts recorded")
+	}
+	return time.UnixMilli(startMS.Int64), time.UnixMicro(endUS.Int64), nil
 }
 
 // fill writes events straight into a new store at path, in large
