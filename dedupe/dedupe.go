@@ -80,9 +80,12 @@ func (s *Store) Ingest(ctx context.Context, ev *Event) (Result, error) {
 }
 
 const (
+	// No RETURNING: SQLite buffers returned rows in a temporary b-tree that
+	// it builds for every execution, which made the insert a third slower.
+	// The row count says whether the row went in, the last rowid which.
 	insertEvent = `INSERT INTO events (source, event_id, type, received_at, content_type, headers, body, body_size)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (source, event_id) DO NOTHING RETURNING id`
+		ON CONFLICT (source, event_id) DO NOTHING`
 	recordRedelivery = `UPDATE events SET redeliveries = redeliveries + 1, last_seen_at = ?,
 		conflicts = conflicts + (body IS NOT NULL AND body != ?)
 		WHERE source = ? AND event_id = ?
@@ -104,14 +107,23 @@ func (s *Store) ingestTx(ctx context.Context, tx *sql.Tx, ev *Event, headers []b
 		body = []byte{} // NULL means swept; an empty body is still a body
 	}
 	now := ev.ReceivedAt.UnixMilli()
-	var id int64
 	insert, err := s.db.Stmt(ctx, tx, insertEvent)
 	if err != nil {
 		return Result{}, fmt.Errorf("insert event: %w", err)
 	}
-	err = insert.QueryRowContext(ctx, ev.Source, ev.EventID, ev.Type, now, ev.ContentType, headers, body, len(body)).Scan(&id)
-	switch {
-	case err == nil:
+	r, err := insert.ExecContext(ctx, ev.Source, ev.EventID, ev.Type, now, ev.ContentType, headers, body, len(body))
+	if err != nil {
+		return Result{}, fmt.Errorf("insert event: %w", err)
+	}
+	inserted, err := r.RowsAffected()
+	if err != nil {
+		return Result{}, fmt.Errorf("insert event: %w", err)
+	}
+	if inserted == 1 {
+		id, err := r.LastInsertId()
+		if err != nil {
+			return Result{}, fmt.Errorf("insert event: %w", err)
+		}
 		ev.ID = id
 		if s.OnNew != nil {
 			if err := s.OnNew(tx, ev); err != nil {
@@ -119,11 +131,9 @@ func (s *Store) ingestTx(ctx context.Context, tx *sql.Tx, ev *Event, headers []b
 			}
 		}
 		return Result{ID: id}, nil
-	case errors.Is(err, sql.ErrNoRows):
-		// Already stored: the constraint, not a prior SELECT, decided.
-	default:
-		return Result{}, fmt.Errorf("insert event: %w", err)
 	}
+	// Already stored: the constraint, not a prior SELECT, decided.
+	var id int64
 
 	var conflict int64
 	redeliver, err := s.db.Stmt(ctx, tx, recordRedelivery)

@@ -1,0 +1,40 @@
+// Package sqlplan reads how SQLite compiled a statement, for tests that keep
+// the hot statements free of costly plans.
+package sqlplan
+
+import (
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+// TemporaryTables counts the temporary b-trees (OpenEphemeral) that query
+// opens each time it runs. An IN list of three or more values in a CHECK
+// constraint or a partial index condition, and a RETURNING clause, each
+// build one per execution. Parameters are bound to NULL; nothing is run.
+func TemporaryTables(db *sql.DB, query string) (int, error) {
+	rows, err := db.Query(`EXPLAIN `+query, make([]any, strings.Count(query, "?"))...)
+	if err != nil {
+		return 0, fmt.Errorf("explain: %w", err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return 0, err
+	}
+	vals := make([]sql.RawBytes, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	n := 0
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return 0, err
+		}
+		if string(vals[1]) == "OpenEphemeral" {
+			n++
+		}
+	}
+	return n, rows.Err()
+}
