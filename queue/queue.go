@@ -207,10 +207,12 @@ const (
 	// The subquery walks the deliveries_due index in claim order and stops
 	// at the limit; the outer UPDATE touches only those rows. Without
 	// INDEXED BY the planner prefers the status index and sorts the whole
-	// backlog for every claim.
+	// backlog for every claim. "LIMIT ? + 0", not "LIMIT ?": SQLite reads a
+	// bare bound LIMIT while planning and recompiles the statement whenever
+	// its value changes, as the claim's size does from one claim to the next.
 	claimSQL = `UPDATE deliveries SET status = 'running', attempts = attempts + 1, run_at = ?, lease_token = abs(random())
 		WHERE id IN (SELECT id FROM deliveries INDEXED BY deliveries_due WHERE (status = 'pending' OR status = 'retrying' OR status = 'running') AND run_at <= ?
-			AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY run_at, id LIMIT ?)
+			AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY run_at, id LIMIT ? + 0)
 		RETURNING id, event, target, attempts, lease_token`
 	loadEventsSQL = `SELECT id, source, event_id, type, received_at, content_type, body FROM events
 		WHERE id IN (SELECT value FROM json_each(?))`
