@@ -81,7 +81,7 @@ func (s *Store) Ingest(ctx context.Context, ev *Event) (Result, error) {
 
 const (
 	// No RETURNING: SQLite buffers returned rows in a temporary b-tree that
-	// it builds for every execution, which made the insert a third slower.
+	// it builds for every execution, a third of the insert's time.
 	// The row count says whether the row went in, the last rowid which.
 	insertEvent = `INSERT INTO events (source, event_id, type, received_at, content_type, headers, body, body_size)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -133,9 +133,7 @@ func (s *Store) ingestTx(ctx context.Context, tx *sql.Tx, ev *Event, headers []b
 		return Result{ID: id}, nil
 	}
 	// Already stored: the constraint, not a prior SELECT, decided.
-	var id int64
-
-	var conflict int64
+	var id, conflict int64
 	redeliver, err := s.db.Stmt(ctx, tx, recordRedelivery)
 	if err != nil {
 		return Result{}, fmt.Errorf("record redelivery: %w", err)
