@@ -16,6 +16,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -150,14 +151,15 @@ func (b *benchCmd) ingest(ctx context.Context) error {
 		b.notes = append(b.notes, fmt.Sprintf("prefilled %d events in %.1fs (shared by every round's hookbox+prefill run)", b.prefill, time.Since(start).Seconds()))
 	}
 	for r := 1; r <= b.rounds; r++ {
-		if err := b.measure(ctx, r, "bare", b.bareArgv()); err != nil {
+		if err := b.measure(ctx, r, "bare", b.bareArgv(), ""); err != nil {
 			return err
 		}
-		cfg, err := b.writeConfig(r, "hookbox", b.freshStore(r, "hookbox"), "")
+		path := b.freshStore(r, "hookbox")
+		cfg, err := b.writeConfig(r, "hookbox", path, "")
 		if err != nil {
 			return err
 		}
-		if err := b.measure(ctx, r, "hookbox", b.hookboxArgv(cfg, r)); err != nil {
+		if err := b.measure(ctx, r, "hookbox", b.hookboxArgv(cfg, r), path); err != nil {
 			return err
 		}
 		if prefilled != "" {
@@ -165,7 +167,7 @@ func (b *benchCmd) ingest(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			if err := b.measure(ctx, r, "hookbox+prefill", b.hookboxArgv(cfg, 0)); err != nil {
+			if err := b.measure(ctx, r, "hookbox+prefill", b.hookboxArgv(cfg, 0), prefilled); err != nil {
 				return err
 			}
 		}
@@ -184,25 +186,27 @@ func (b *benchCmd) endToEnd(ctx context.Context) error {
 	defer sink.Close()
 	target := fmt.Sprintf("[[target]]\nname = \"sink\"\nsource = \"github\"\nurl = %q\ntimeout = \"10s\"\n", sink.URL())
 	for r := 1; r <= b.rounds; r++ {
-		cfg, err := b.writeConfig(r, "ingest", b.freshStore(r, "ingest"), "")
+		path := b.freshStore(r, "ingest")
+		cfg, err := b.writeConfig(r, "ingest", path, "")
 		if err != nil {
 			return err
 		}
-		if err := b.measure(ctx, r, "hookbox", b.hookboxArgv(cfg, 0)); err != nil {
+		if err := b.measure(ctx, r, "hookbox", b.hookboxArgv(cfg, 0), path); err != nil {
 			return err
 		}
 
 		sink.Reset()
-		cfg, err = b.writeConfig(r, "url", b.freshStore(r, "url"), target)
+		path = b.freshStore(r, "url")
+		cfg, err = b.writeConfig(r, "url", path, target)
 		if err != nil {
 			return err
 		}
-		if err := b.measureDelivered(ctx, r, cfg, sink); err != nil {
+		if err := b.measureDelivered(ctx, r, cfg, path, sink); err != nil {
 			return err
 		}
 
 		sink.Reset()
-		path := b.freshStore(r, "backlog")
+		path = b.freshStore(r, "backlog")
 		if err := b.fill(ctx, path, b.backlog, []string{"sink"}); err != nil {
 			return err
 		}
@@ -273,13 +277,13 @@ func (b *benchCmd) command(ctx context.Context) error {
 }
 
 // measure runs one server under load and records its row.
-func (b *benchCmd) measure(ctx context.Context, round int, name string, argv []string) error {
+func (b *benchCmd) measure(ctx context.Context, round int, name string, argv []string, store string) error {
 	b.progress(fmt.Sprintf("round %d/%d  %s: starting", round, b.rounds, name))
 	child, err := bench.StartChild(ctx, argv, b.serverEnv)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	row, st, err := b.load(ctx, round, name, child)
+	row, st, err := b.load(ctx, round, name, child, store)
 	if err != nil {
 		child.Stop()
 		return err
@@ -295,11 +299,21 @@ func (b *benchCmd) measure(ctx context.Context, round int, name string, argv []s
 }
 
 // load puts child under the configured load and returns its row, with the
-// child's peak RSS and the CPU it used during the load.
-func (b *benchCmd) load(ctx context.Context, round int, name string, child *bench.Child) (bench.Row, *bench.Stats, error) {
+// child's peak RSS, the CPU it used during the load and, for a hookbox on
+// the store at path store, the largest its WAL file grew.
+func (b *benchCmd) load(ctx context.Context, round int, name string, child *bench.Child, store string) (bench.Row, *bench.Stats, error) {
 	before, err := bench.ReadProc(child.Pid())
 	if err != nil {
 		return bench.Row{}, nil, err
+	}
+	var walPeak atomic.Int64
+	stopWAL := func() {}
+	if store != "" {
+		stopWAL = bench.Every(20*time.Millisecond, func() {
+			if fi, err := os.Stat(store + "-wal"); err == nil && fi.Size() > walPeak.Load() {
+				walPeak.Store(fi.Size())
+			}
+		})
 	}
 	l := bench.Load{
 		URL:      "http://" + child.Addr + "/hooks/github",
@@ -316,6 +330,7 @@ func (b *benchCmd) load(ctx context.Context, round int, name string, child *benc
 		l.Rate = b.rate
 	}
 	st, err := bench.Run(ctx, l)
+	stopWAL()
 	if err != nil {
 		return bench.Row{}, nil, err
 	}
@@ -340,6 +355,9 @@ func (b *benchCmd) load(ctx context.Context, round int, name string, child *benc
 	if l.Rate > 0 {
 		v["dropped"] = float64(st.Dropped)
 	}
+	if store != "" {
+		v["wal_mib"] = float64(walPeak.Load()) / (1 << 20)
+	}
 	if st.Failed > 0 {
 		b.notes = append(b.notes, fmt.Sprintf("round %d %s: %d errors, first: %s", round, name, st.Failed, st.FirstError))
 	}
@@ -348,7 +366,7 @@ func (b *benchCmd) load(ctx context.Context, round int, name string, child *benc
 
 // measureDelivered loads a hookbox that delivers to sink, then waits until
 // every accepted event has arrived there, sampling the queue depth.
-func (b *benchCmd) measureDelivered(ctx context.Context, round int, cfg string, sink *bench.Sink) error {
+func (b *benchCmd) measureDelivered(ctx context.Context, round int, cfg, store string, sink *bench.Sink) error {
 	const name = "hookbox+url"
 	b.progress(fmt.Sprintf("round %d/%d  %s: starting", round, b.rounds, name))
 	child, err := bench.StartChild(ctx, b.hookboxArgv(cfg, round), b.serverEnv)
@@ -381,7 +399,7 @@ func (b *benchCmd) measureDelivered(ctx context.Context, round int, cfg string, 
 			}
 		}
 	}()
-	row, st, err := b.load(ctx, round, name, child)
+	row, st, err := b.load(ctx, round, name, child, store)
 	if err != nil {
 		stopSampling()
 		return err
@@ -624,6 +642,7 @@ func (b *benchCmd) goals() []goal {
 			rss = 64
 		}
 		value("hookbox RSS MiB", "hookbox", "rss_mib", "≤", rss)
+		value("hookbox WAL peak MiB", "hookbox", "wal_mib", "≤", float64(store.DefaultJournalSizeLimit>>20))
 		ratio("acks/s prefilled ÷ empty", "hookbox+prefill", "acks_per_s", "hookbox", "acks_per_s", 0.9)
 	case "rate":
 		value("hookbox p99 ms", "hookbox", "p99_ms", "≤", 5)
@@ -653,7 +672,7 @@ func (b *benchCmd) columns() []bench.Column {
 	cols := []bench.Column{
 		col("acks_per_s", "acks/s", "%.0f"), col("p50_ms", "p50 ms", "%.2f"), col("p90_ms", "p90 ms", "%.2f"),
 		col("p99_ms", "p99 ms", "%.2f"), col("errors", "errors", "%.0f"), col("rss_mib", "RSS MiB", "%.1f"),
-		col("cpu_us_per_ack", "CPU µs/ack", "%.0f"),
+		col("cpu_us_per_ack", "CPU µs/ack", "%.0f"), col("wal_mib", "WAL MiB", "%.1f"),
 	}
 	if b.mode == "rate" {
 		cols = append(cols, col("dropped", "dropped", "%.0f"))

@@ -81,8 +81,8 @@ func TestBench(t *testing.T) {
 					keys = []string{"acks_per_s", "delivered_per_s"}
 				case "backlog":
 					keys = []string{"per_s"}
-				case "hookbox":
-					keys = []string{"acks_per_s", "p99_ms", "rss_mib"}
+				case "hookbox", "hookbox+prefill":
+					keys = []string{"acks_per_s", "p99_ms", "rss_mib", "wal_mib"}
 				}
 				for _, k := range keys {
 					if n, _ := row[k].(float64); !(n > 0) {
@@ -104,7 +104,7 @@ func TestBench(t *testing.T) {
 			t.Fatalf("bench: %v\n%s", err, stderr.String())
 		}
 		out := stdout.String()
-		for _, want := range []string{"acks/s", "p50 ms", "p90 ms", "p99 ms", "RSS MiB", "median (min–max)", "acks/s hookbox ÷ bare"} {
+		for _, want := range []string{"acks/s", "p50 ms", "p90 ms", "p99 ms", "RSS MiB", "WAL MiB", "median (min–max)", "acks/s hookbox ÷ bare", "hookbox WAL peak MiB"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("table lacks %q:\n%s", want, out)
 			}

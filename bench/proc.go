@@ -269,3 +269,24 @@ func (b *tailBuffer) String() string {
 	defer b.mu.Unlock()
 	return strings.TrimSpace(string(b.buf))
 }
+
+// Every calls f every d, from its own goroutine, until the returned stop is
+// called; stop returns once f is no longer running.
+func Every(d time.Duration, f func()) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			f()
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	})
+	var once sync.Once
+	return func() { once.Do(func() { close(done); wg.Wait() }) }
+}

@@ -90,6 +90,10 @@ type op struct {
 	cb   func(error)   // called after the commit, for WriteAsync
 }
 
+// DefaultJournalSizeLimit is the WAL size a store keeps after a checkpoint
+// unless Options says otherwise; checkpoints start at half of it at most.
+const DefaultJournalSizeLimit = 64 << 20
+
 // Open opens (creating if needed) the database at path, applies migrations and
 // checks that the pragmas took effect. It refuses to run on an SQLite older
 // than MinSQLiteVersion, without WAL, or with a synchronous level other than
@@ -105,7 +109,7 @@ func Open(path string, o Options) (*DB, error) {
 		o.MaxBatch = 512
 	}
 	if o.JournalSizeLimit <= 0 {
-		o.JournalSizeLimit = 64 << 20
+		o.JournalSizeLimit = DefaultJournalSizeLimit
 	}
 	if o.Readers <= 0 {
 		o.Readers = 4
