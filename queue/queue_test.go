@@ -61,6 +61,18 @@ func mustDelivery(tb testing.TB, q *queue.Queue, event int64) queue.Delivery {
 	return m[event][0]
 }
 
+// waitStatus waits up to 5 s for event's one delivery to reach status.
+func waitStatus(tb testing.TB, q *queue.Queue, event int64, status string) {
+	tb.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for d := mustDelivery(tb, q, event); d.Status != status; d = mustDelivery(tb, q, event) {
+		if time.Now().After(deadline) {
+			tb.Fatalf("delivery status=%s, want %s", d.Status, status)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func TestQueue_StaleCompletionIsFenced(t *testing.T) {
 	ctx := context.Background()
 	q, events := MustOpen(t, "web")
@@ -182,13 +194,7 @@ func testClockPastLease(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	close(release)
-	deadline := time.Now().Add(5 * time.Second)
-	for mustDelivery(t, q, ev).Status != queue.Done {
-		if time.Now().After(deadline) {
-			t.Fatalf("delivery status=%s, want done", mustDelivery(t, q, ev).Status)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitStatus(t, q, ev, queue.Done)
 	p.Stop()
 	mu.Lock()
 	defer mu.Unlock()
@@ -319,13 +325,7 @@ func testOutlastingLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Stop()
-	deadline := time.Now().Add(5 * time.Second)
-	for mustDelivery(t, q, ev).Status != queue.Done {
-		if time.Now().After(deadline) {
-			t.Fatalf("delivery status=%s, want done", mustDelivery(t, q, ev).Status)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitStatus(t, q, ev, queue.Done)
 	p.Stop()
 	mu.Lock()
 	defer mu.Unlock()
