@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -60,13 +59,14 @@ type benchCmd struct {
 	depths  []depthSeries
 	notes   []string
 	metrics *http.Client
+	printed time.Time // when progress last wrote a line (not on a terminal)
 }
 
 // depthSeries is the queue depth sampled during one end-to-end round.
 type depthSeries struct {
 	Round   int          `json:"round"`
 	Every   float64      `json:"every_s"`
-	Samples [][2]float64 `json:"samples"` // [seconds since load start, queued deliveries]
+	Samples [][2]float64 `json:"samples"` // [seconds since load start, accepted but not yet delivered]
 }
 
 func (c *cli) bench(ctx context.Context, args []string) error {
@@ -102,6 +102,8 @@ func (b *benchCmd) run(ctx context.Context, args []string) error {
 		return &usageError{"bench: --rate must be above 0 and at most 1000000"}
 	case b.prefill < 0 || b.backlog < 0:
 		return &usageError{"bench: --prefill and --backlog must not be negative"}
+	case b.mode == "e2e" && b.backlog < 1:
+		return &usageError{"bench: --backlog must be at least 1 in e2e mode"}
 	case b.bodySize < 0 || b.bodySize > 1<<20:
 		return &usageError{"bench: --body-size must be 0 to 1048576"}
 	case b.workers < 1 || b.workers > 256:
@@ -219,7 +221,7 @@ func (b *benchCmd) endToEnd(ctx context.Context) error {
 			argv = append(argv, "--cpuprofile", b.cpuprofile+".backlog")
 		}
 		if err := b.drain(ctx, r, "backlog", argv, path, b.backlog, func() int64 {
-			n, _, _ := sink.Counts()
+			n, _ := sink.Counts()
 			return n
 		}); err != nil {
 			return err
@@ -283,7 +285,7 @@ func (b *benchCmd) measure(ctx context.Context, round int, name string, argv []s
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	row, st, err := b.load(ctx, round, name, child, store)
+	row, st, err := b.load(ctx, round, name, child, store, nil)
 	if err != nil {
 		child.Stop()
 		return err
@@ -292,6 +294,9 @@ func (b *benchCmd) measure(ctx context.Context, round int, name string, argv []s
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	if st.OK == 0 {
+		if st.FirstError == "" {
+			return fmt.Errorf("%s: no request was answered within --duration %s; use a longer --duration", name, b.duration)
+		}
 		return fmt.Errorf("%s: no request answered 200 (first error: %s)", name, st.FirstError)
 	}
 	b.rows = append(b.rows, row)
@@ -301,7 +306,7 @@ func (b *benchCmd) measure(ctx context.Context, round int, name string, argv []s
 // load puts child under the configured load and returns its row, with the
 // child's peak RSS, the CPU it used during the load and, for a hookbox on
 // the store at path store, the largest its WAL file grew.
-func (b *benchCmd) load(ctx context.Context, round int, name string, child *bench.Child, store string) (bench.Row, *bench.Stats, error) {
+func (b *benchCmd) load(ctx context.Context, round int, name string, child *bench.Child, store string, acked *atomic.Int64) (bench.Row, *bench.Stats, error) {
 	before, err := bench.ReadProc(child.Pid())
 	if err != nil {
 		return bench.Row{}, nil, err
@@ -319,6 +324,7 @@ func (b *benchCmd) load(ctx context.Context, round int, name string, child *benc
 		URL:      "http://" + child.Addr + "/hooks/github",
 		Request:  b.req,
 		IDPrefix: fmt.Sprintf("%s-%d-%s", b.runID, round, name),
+		OK:       acked,
 		Conns:    b.conns,
 		Duration: b.duration,
 		Progress: func(el time.Duration, ok, failed int64) {
@@ -365,7 +371,10 @@ func (b *benchCmd) load(ctx context.Context, round int, name string, child *benc
 }
 
 // measureDelivered loads a hookbox that delivers to sink, then waits until
-// every accepted event has arrived there, sampling the queue depth.
+// every accepted event has arrived there, sampling the queue depth: the
+// events accepted so far less those the sink has seen, counted here rather
+// than scraped from the server, which would do the counting's work while
+// it is measured.
 func (b *benchCmd) measureDelivered(ctx context.Context, round int, cfg, store string, sink *bench.Sink) error {
 	const name = "hookbox+url"
 	b.progress(fmt.Sprintf("round %d/%d  %s: starting", round, b.rounds, name))
@@ -374,32 +383,15 @@ func (b *benchCmd) measureDelivered(ctx context.Context, round int, cfg, store s
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	defer child.Stop()
-	base := "http://" + child.Addr
 	every := max(b.duration/20, 100*time.Millisecond)
 	series := depthSeries{Round: round, Every: every.Seconds()}
+	var acked atomic.Int64
 	start := time.Now()
-	sampleCtx, stopSampling := context.WithCancel(ctx)
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			if st, err := bench.Deliveries(sampleCtx, b.metrics, base); err == nil {
-				q := bench.Queued(st)
-				series.Samples = append(series.Samples, [2]float64{time.Since(start).Seconds(), float64(q)})
-				if d, _, _ := sink.Counts(); q == 0 && d > 0 && time.Since(start) > b.duration {
-					return
-				}
-			}
-			select {
-			case <-sampleCtx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	row, st, err := b.load(ctx, round, name, child, store)
+	stopSampling := bench.Every(every, func() {
+		d, _ := sink.Counts()
+		series.Samples = append(series.Samples, [2]float64{time.Since(start).Seconds(), float64(max(acked.Load()-d, 0))})
+	})
+	row, st, err := b.load(ctx, round, name, child, store, &acked)
 	if err != nil {
 		stopSampling()
 		return err
@@ -408,17 +400,17 @@ func (b *benchCmd) measureDelivered(ctx context.Context, round int, cfg, store s
 	wait, cancel := context.WithTimeout(ctx, 60*time.Second+10*b.duration)
 	defer cancel()
 	all := bench.WaitFor(wait, func() bool {
-		d, _, _ := sink.Counts()
+		d, _ := sink.Counts()
 		if d < st.OK {
 			b.progress(fmt.Sprintf("round %d/%d  %s: %d of %d accepted events delivered", round, b.rounds, name, d, st.OK))
 		}
 		return d >= st.OK
 	})
 	stopSampling()
-	<-sampled
-	delivered, _, last := sink.Counts()
+	delivered, last := sink.Counts()
 	if !all {
-		return fmt.Errorf("%s: only %d of %d accepted events were delivered in time", name, delivered, st.OK)
+		return fmt.Errorf("%s: only %d of %d accepted events were delivered within %s of the load's end%s",
+			name, delivered, st.OK, 60*time.Second+10*b.duration, serverSaid(child))
 	}
 	row.Values["delivered_per_s"] = float64(delivered) / last.Sub(start).Seconds()
 	row.Values["drain_s"] = max(last.Sub(loadEnd).Seconds(), 0)
@@ -448,6 +440,10 @@ func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []str
 	for _, f := range started {
 		f(child.Addr)
 	}
+	atStart, err := bench.ReadProc(child.Pid())
+	if err != nil {
+		return err
+	}
 	wait, cancel := context.WithTimeout(ctx, 60*time.Second+10*b.duration)
 	defer cancel()
 	var n int64
@@ -457,7 +453,7 @@ func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []str
 		return n >= int64(events)
 	})
 	if !ok {
-		return fmt.Errorf("%s: only %d of %d deliveries done in time", name, n, events)
+		return fmt.Errorf("%s: only %d of %d deliveries done within %s%s", name, n, events, 60*time.Second+10*b.duration, serverSaid(child))
 	}
 	ps, err := bench.ReadProc(child.Pid())
 	if err != nil {
@@ -473,7 +469,7 @@ func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []str
 	secs := last.Sub(first).Seconds()
 	b.rows = append(b.rows, bench.Row{Round: round, Server: name, Values: map[string]float64{
 		"per_s": float64(events) / secs, "events": float64(events), "seconds": secs,
-		"rss_mib": float64(ps.HWMKiB) / 1024, "cpu_us_per_ack": float64(ps.CPU.Microseconds()) / float64(events),
+		"rss_mib": float64(ps.HWMKiB) / 1024, "cpu_us_per_ack": float64((ps.CPU - atStart.CPU).Microseconds()) / float64(events),
 	}})
 	return nil
 }
@@ -541,7 +537,17 @@ func (b *benchCmd) fill(ctx context.Context, path string, events int, targets []
 		el := time.Since(start).Seconds()
 		b.progress(fmt.Sprintf("prefill %s: %d/%d events  %.0f/s", filepath.Base(filepath.Dir(path)), done, events, float64(done)/el))
 	}
-	return db.Close()
+	if err := db.Close(); err != nil {
+		return err
+	}
+	// Flush the prefill to disk now, so that the server measured next does
+	// not pay for its writeback in its own fsyncs.
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }
 
 // freshStore is the path of a new store for one run.
@@ -594,9 +600,19 @@ func (b *benchCmd) progress(msg string) {
 		fmt.Fprintf(b.stderr, "\r\x1b[K%s", msg)
 		return
 	}
-	if msg != "" {
+	// Not a terminal (a log, CI): a line a second at most.
+	if msg != "" && time.Since(b.printed) >= time.Second {
+		b.printed = time.Now()
 		fmt.Fprintln(b.stderr, msg)
 	}
+}
+
+// serverSaid is the end of what child wrote on stderr, for an error message.
+func serverSaid(child *bench.Child) string {
+	if s := strings.TrimSpace(child.Stderr()); s != "" {
+		return "; the server said:\n" + s
+	}
+	return ""
 }
 
 // goal is a target figure for a ratio or value, from the project's goals.
@@ -799,8 +815,8 @@ func (c *cli) benchServer(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		if host, _, err := net.SplitHostPort(cfg.Server.Listen); err != nil || !net.ParseIP(host).IsLoopback() {
-			return fmt.Errorf("bench-server: listen %q: bench servers listen on loopback only", cfg.Server.Listen)
+		if err := bench.CheckLoopback("http://" + cfg.Server.Listen); err != nil {
+			return fmt.Errorf("bench-server: listen: %w", err)
 		}
 		m := NewMain(cfg, zerolog.New(c.stderr).Level(zerolog.WarnLevel).With().Timestamp().Logger())
 		if err := m.Run(ctx); err != nil {

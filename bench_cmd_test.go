@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -90,6 +91,18 @@ func TestBench(t *testing.T) {
 					}
 				}
 			}
+			if tt.name == "Rate" {
+				// 200 a second for 0.3 s: an open loop sends about 60, never
+				// as many as the closed loop would.
+				for _, s := range tt.servers {
+					if _, ok := got[s]["dropped"]; !ok {
+						t.Errorf("%s: no dropped count in rate mode", s)
+					}
+					if n, _ := got[s]["acks"].(float64); n > 1.5*200*0.3 {
+						t.Errorf("%s: %v acks at 200/s for 0.3 s: the rate was not applied", s, n)
+					}
+				}
+			}
 			if len(got) != len(tt.servers) {
 				t.Errorf("rows for %d servers, want %d:\n%s", len(got), len(tt.servers), stdout.String())
 			}
@@ -112,11 +125,16 @@ func TestBench(t *testing.T) {
 		if n := strings.Count(out, "bare"); n < 3 {
 			t.Errorf("bare appears %d times, want 2 rounds and a summary:\n%s", n, out)
 		}
+		if !regexp.MustCompile(`(?m)^\s*2\s+bare\s`).MatchString(out) {
+			t.Errorf("no round 2 row for bare:\n%s", out)
+		}
 	})
 }
 
 func TestBench_Usage(t *testing.T) {
-	for _, args := range [][]string{{"--mode", "nope"}, {"--conns", "0"}, {"--duration", "0s"}, {"extra"}} {
+	for _, args := range [][]string{{"--mode", "nope"}, {"--conns", "0"}, {"--duration", "0s"}, {"extra"},
+		{"--rounds", "0"}, {"--rate", "0"}, {"--prefill", "-1"}, {"--mode", "e2e", "--backlog", "0"},
+		{"--body-size", "-1"}, {"--workers", "0"}} {
 		var out bytes.Buffer
 		err := run(context.Background(), append([]string{"bench"}, args...), strings.NewReader(""), &out, &out, os.Getenv)
 		var ue *usageError

@@ -28,7 +28,6 @@ const (
 type Histogram struct {
 	counts [nBuckets]uint64
 	n      uint64
-	sum    float64
 	min    time.Duration
 	max    time.Duration
 }
@@ -66,7 +65,6 @@ func (h *Histogram) Record(d time.Duration) {
 		h.max = d
 	}
 	h.n++
-	h.sum += float64(d)
 }
 
 // Merge adds o's samples to h.
@@ -82,7 +80,6 @@ func (h *Histogram) Merge(o *Histogram) {
 	}
 	h.max = max(h.max, o.max)
 	h.n += o.n
-	h.sum += o.sum
 }
 
 // Count is the number of recorded samples.
@@ -90,14 +87,6 @@ func (h *Histogram) Count() uint64 { return h.n }
 
 // Max is the largest recorded sample.
 func (h *Histogram) Max() time.Duration { return h.max }
-
-// Mean is the average sample, 0 if none.
-func (h *Histogram) Mean() time.Duration {
-	if h.n == 0 {
-		return 0
-	}
-	return time.Duration(h.sum / float64(h.n))
-}
 
 // Percentile returns the smallest bucket bound that at least q (0..1) of the
 // samples are at or below, capped at the largest sample; 0 if none.

@@ -25,9 +25,11 @@ type Load struct {
 	// Rate, if > 0, sends at this many requests a second (open loop) over
 	// Conns connections instead of as fast as the answers come back.
 	Rate float64
-	// Progress, if set, is called about every Interval with the answers so far.
+	// Progress, if set, is called every second with the answers so far.
 	Progress func(elapsed time.Duration, ok, failed int64)
-	Interval time.Duration
+	// OK, if set, counts the 200 answers as they come, for a caller that
+	// watches the run (the end-to-end mode's queue depth).
+	OK *atomic.Int64
 }
 
 // Stats is what a load run measured.
@@ -73,7 +75,11 @@ func Run(ctx context.Context, l Load) (*Stats, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.Duration+10*time.Second)
 	defer cancel()
 
-	var ok, failed atomic.Int64
+	ok := l.OK
+	if ok == nil {
+		ok = new(atomic.Int64)
+	}
+	var failed atomic.Int64
 	var firstErr sync.Once
 	st := &Stats{}
 	fail := func(msg string) {
@@ -82,7 +88,7 @@ func Run(ctx context.Context, l Load) (*Stats, error) {
 	}
 	workers := make([]*worker, l.Conns)
 	for i := range workers {
-		workers[i] = newWorker(l, i, &ok, fail)
+		workers[i] = newWorker(l, i, ok, fail)
 	}
 	defer func() {
 		for _, w := range workers {
@@ -92,7 +98,7 @@ func Run(ctx context.Context, l Load) (*Stats, error) {
 
 	start := time.Now()
 	end := start.Add(l.Duration)
-	stopProgress := progress(l, start, &ok, &failed)
+	stopProgress := progress(l, start, ok, &failed)
 	var wg sync.WaitGroup
 	if l.Rate > 0 {
 		sched := make(chan time.Time, l.Conns)
@@ -159,26 +165,14 @@ func progress(l Load, start time.Time, ok, failed *atomic.Int64) (stop func()) {
 	if l.Progress == nil {
 		return func() {}
 	}
-	every := l.Interval
-	if every <= 0 {
-		every = time.Second
-	}
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				l.Progress(time.Since(start), ok.Load(), failed.Load())
-			}
+	first := true
+	return Every(time.Second, func() {
+		if first { // Every calls at once; the first report is due after a second
+			first = false
+			return
 		}
-	}()
-	return func() { close(done); <-finished }
+		l.Progress(time.Since(start), ok.Load(), failed.Load())
+	})
 }
 
 // worker is one keep-alive connection with its own client, so N workers
@@ -192,7 +186,6 @@ type worker struct {
 	ok     *atomic.Int64
 	fail   func(string)
 	id     []byte
-	buf    []byte
 }
 
 func newWorker(l Load, conn int, ok *atomic.Int64, fail func(string)) *worker {
@@ -208,7 +201,6 @@ func newWorker(l Load, conn int, ok *atomic.Int64, fail func(string)) *worker {
 	return &worker{
 		l: l, conn: conn, ok: ok, fail: fail,
 		client: &http.Client{Transport: tr, Timeout: 30 * time.Second},
-		buf:    make([]byte, 4096),
 	}
 }
 
@@ -237,11 +229,6 @@ func (w *worker) do(ctx context.Context, at time.Time) {
 		return
 	}
 	// Read the answer to the end so the connection is reused.
-	for {
-		if _, err := resp.Body.Read(w.buf); err != nil {
-			break
-		}
-	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

@@ -242,11 +242,6 @@ func Deliveries(ctx context.Context, client *http.Client, base string) (map[stri
 	return out, sc.Err()
 }
 
-// Queued is the number of deliveries not yet finished.
-func Queued(byStatus map[string]int64) int64 {
-	return byStatus["pending"] + byStatus["running"] + byStatus["retrying"]
-}
-
 // tailBuffer keeps the last max bytes written to it.
 type tailBuffer struct {
 	mu  sync.Mutex

@@ -54,12 +54,11 @@ func Listen() (net.Listener, error) {
 // Sink is a URL target that counts deliveries, once per distinct
 // Hookbox-Event-Id, and remembers when the last new one arrived.
 type Sink struct {
-	mu    sync.Mutex
-	seen  map[string]struct{}
-	total int64
-	last  time.Time
-	srv   *http.Server
-	ln    net.Listener
+	mu   sync.Mutex
+	seen map[string]struct{}
+	last time.Time
+	srv  *http.Server
+	ln   net.Listener
 }
 
 // StartSink serves a sink on a loopback port until Close.
@@ -82,7 +81,6 @@ func (s *Sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := r.Header.Get("Hookbox-Source") + ":" + r.Header.Get("Hookbox-Event-Id")
 	now := time.Now()
 	s.mu.Lock()
-	s.total++
 	if _, ok := s.seen[id]; !ok {
 		s.seen[id] = struct{}{}
 		s.last = now
@@ -91,12 +89,12 @@ func (s *Sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
-// Counts returns the distinct events delivered, all deliveries (with
-// repeats), and when the last distinct event arrived.
-func (s *Sink) Counts() (distinct, total int64, last time.Time) {
+// Counts returns the distinct events delivered and when the last one
+// arrived.
+func (s *Sink) Counts() (distinct int64, last time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return int64(len(s.seen)), s.total, s.last
+	return int64(len(s.seen)), s.last
 }
 
 // Reset forgets every delivery.
@@ -104,7 +102,6 @@ func (s *Sink) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seen = map[string]struct{}{}
-	s.total = 0
 	s.last = time.Time{}
 }
 
