@@ -214,7 +214,7 @@ const (
 		WHERE id IN (SELECT id FROM deliveries INDEXED BY deliveries_due WHERE (status = 'pending' OR status = 'retrying' OR status = 'running') AND run_at <= ?
 			AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY run_at, id LIMIT ? + 0)
 		RETURNING id, event, target, attempts, lease_token`
-	loadEventsSQL = `SELECT id, source, event_id, type, received_at, content_type, body FROM events
+	loadEventsSQL = `SELECT id, source, event_id, type, received_at, content_type, body, swept_at IS NOT NULL FROM events
 		WHERE id IN (SELECT value FROM json_each(?))`
 )
 
@@ -248,13 +248,15 @@ func (q *Queue) loadEvents(ctx context.Context, tx *sql.Tx, jobs []*Job) error {
 		var e Job
 		var recv int64
 		var body []byte
-		if err := rows.Scan(&e.Event, &e.Source, &e.EventID, &e.Type, &recv, &e.ContentType, &body); err != nil {
+		var swept bool
+		if err := rows.Scan(&e.Event, &e.Source, &e.EventID, &e.Type, &recv, &e.ContentType, &body, &swept); err != nil {
 			return fmt.Errorf("load events: %w", err)
 		}
 		for _, j := range byEvent[e.Event] {
 			j.Source, j.EventID, j.Type, j.ContentType = e.Source, e.EventID, e.Type, e.ContentType
 			j.ReceivedAt = time.UnixMilli(recv).UTC()
-			j.Body, j.Swept = body, body == nil
+			// Not body == nil: an empty body reads back as nil too.
+			j.Body, j.Swept = body, swept
 		}
 		delete(byEvent, e.Event)
 	}

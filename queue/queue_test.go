@@ -447,3 +447,25 @@ func TestPool_StopReturnsUnstartedJobs(t *testing.T) {
 		t.Errorf("done=%d pending=%d, want 1 and %d", done, pending, n-1)
 	}
 }
+
+// An event with an empty body (the id came from a header) is delivered like
+// any other: an empty payload is not a payload retention removed.
+func TestQueue_EmptyBodyIsNotSwept(t *testing.T) {
+	q, events := MustOpen(t, "sink")
+	res, err := events.Ingest(context.Background(), &dedupe.Event{
+		Source: "shop", EventID: "empty", ReceivedAt: time.Now(), Body: []byte{},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := q.Claim(context.Background(), 10, time.Minute, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 1 || jobs[0].Event != res.ID {
+		t.Fatalf("claimed %+v, want the empty event's delivery", jobs)
+	}
+	if jobs[0].Swept || len(jobs[0].Body) != 0 {
+		t.Errorf("empty body claimed as swept=%v body=%q, want not swept and empty", jobs[0].Swept, jobs[0].Body)
+	}
+}
