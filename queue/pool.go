@@ -273,7 +273,7 @@ func (p *Pool) finished(id int64) {
 // a second (a safety net for work added by another process, e.g. a replay).
 func (p *Pool) waitForWork(ctx context.Context) bool {
 	wait := time.Second
-	if at, ok, err := p.q.NextDue(ctx); err == nil && ok {
+	if at, ok, err := p.q.NextDue(ctx, p.running()); err == nil && ok {
 		if d := at.Sub(p.cfg.Now()); d < wait {
 			wait = max(d, time.Millisecond)
 		}

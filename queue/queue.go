@@ -291,17 +291,29 @@ func (q *Queue) Unclaim(ctx context.Context, jobs []*Job, now time.Time) error {
 	return nil
 }
 
-// NextDue returns when the earliest queued delivery is due, or false if none is queued.
-func (q *Queue) NextDue(ctx context.Context) (time.Time, bool, error) {
-	var at sql.NullInt64
-	err := q.db.Reader().QueryRowContext(ctx, `SELECT MIN(run_at) FROM deliveries INDEXED BY deliveries_due WHERE (status = 'pending' OR status = 'retrying' OR status = 'running')`).Scan(&at)
+// NextDue returns when the earliest queued delivery other than those in
+// except is due, or false if there is none. A pool leaves out the
+// deliveries it holds: their leases may pass while they wait or run, but a
+// claim would skip them, so they are no reason to wake.
+func (q *Queue) NextDue(ctx context.Context, except []int64) (time.Time, bool, error) {
+	skip := []byte("[]") // not "null": NOT IN a NULL would leave nothing
+	var err error
+	if len(except) > 0 {
+		if skip, err = json.Marshal(except); err != nil {
+			return time.Time{}, false, fmt.Errorf("next due: %w", err)
+		}
+	}
+	var at int64
+	err = q.db.Reader().QueryRowContext(ctx, `SELECT run_at FROM deliveries INDEXED BY deliveries_due
+		WHERE (status = 'pending' OR status = 'retrying' OR status = 'running') AND id NOT IN (SELECT value FROM json_each(?))
+		ORDER BY run_at LIMIT 1`, string(skip)).Scan(&at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, false, nil
+	}
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("next due: %w", err)
 	}
-	if !at.Valid {
-		return time.Time{}, false, nil
-	}
-	return time.UnixMilli(at.Int64), true, nil
+	return time.UnixMilli(at), true, nil
 }
 
 // Recover makes every delivery left running by a stopped process due now.

@@ -90,7 +90,7 @@ func TestStoreFromInListSchemaUpgrades(t *testing.T) {
 	if err := q.Complete(context.Background(), jobs[0], Finish{Attempt: Attempt{Number: 1, StartedAt: now, Outcome: "ok"}}, now); err != nil {
 		t.Fatal(err)
 	}
-	if due, ok, err := q.NextDue(context.Background()); err != nil || ok {
+	if due, ok, err := q.NextDue(context.Background(), nil); err != nil || ok {
 		t.Fatalf("after completion: next due %v %v %v, want none", due, ok, err)
 	}
 }
