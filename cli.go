@@ -94,6 +94,9 @@ func (c *cli) flags(name string) *flag.FlagSet {
 	return fs
 }
 
+// argWanted names the argument a command takes, for the error when it is missing.
+var argWanted = map[string]string{"event": "the event's ID (the ID column of hookbox events)"}
+
 // parse parses flags and checks the number of positional arguments (-1: any).
 func (c *cli) parse(fs *flag.FlagSet, args []string, nargs int) error {
 	if err := fs.Parse(args); err != nil {
@@ -102,6 +105,9 @@ func (c *cli) parse(fs *flag.FlagSet, args []string, nargs int) error {
 	if nargs >= 0 && fs.NArg() != nargs {
 		if fs.NArg() > nargs {
 			return &usageError{fmt.Sprintf("%s: unexpected argument %q (flags go before arguments)", fs.Name(), fs.Arg(nargs))}
+		}
+		if what, ok := argWanted[fs.Name()]; ok {
+			return &usageError{fmt.Sprintf("%s: missing %s", fs.Name(), what)}
 		}
 		return &usageError{fmt.Sprintf("%s: missing argument", fs.Name())}
 	}

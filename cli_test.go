@@ -261,6 +261,13 @@ func TestCLI_Event(t *testing.T) {
 			t.Fatalf("event abc: err=%v, want a usage error", err)
 		}
 	})
+	t.Run("No id", func(t *testing.T) {
+		_, _, err := runCLI(t, "event", "--config", cfg)
+		var ue *usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "ID column of hookbox events") {
+			t.Fatalf("event without an id: err=%v, want a usage error saying where the id comes from", err)
+		}
+	})
 	t.Run("Flags after the argument", func(t *testing.T) {
 		stdout, _, err := runCLI(t, "event", "--config", cfg, id, "--body")
 		var ue *usageError

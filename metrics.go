@@ -53,7 +53,7 @@ func (m *Metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	st, err := m.q.Stats(ctx)
 	if err != nil {
-		http.Error(w, "queue stats: "+err.Error(), http.StatusServiceUnavailable)
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")

@@ -45,7 +45,9 @@ type Store struct {
 	db *store.DB
 
 	// OnNew runs in the ingest transaction after a new event row is written,
-	// to add its queue rows. An error rolls back the event too.
+	// to add its queue rows. An error rolls back the event too. Like every
+	// store write it may run again for the same event (store.DB.Write): it
+	// must not act outside the transaction.
 	OnNew func(tx *sql.Tx, ev *Event) error
 	// OnDuplicate runs in the ingest transaction for a redelivery; it returns
 	// how many dead deliveries it revived.

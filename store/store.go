@@ -318,7 +318,10 @@ func (db *DB) Stats() Stats {
 // fn runs under its own savepoint: if it returns an error, only its changes
 // are rolled back and that error is returned. If the commit itself fails,
 // every write of the batch gets the commit error and none of them happened.
-// fn runs on the writer goroutine: it must not call Write.
+// fn runs on the writer goroutine: it must not call Write. fn may run more
+// than once: when another write of its batch fails, the batch is rolled
+// back and every other fn runs again under its own savepoint. So fn must
+// only change the database and set its results, nothing outside.
 //
 // Write returns ErrClosed once Close has begun.
 func (db *DB) Write(ctx context.Context, fn func(*sql.Tx) error) error {
