@@ -303,10 +303,14 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request, src *Source, name 
 	if len(src.EventType) > 0 {
 		// The type is optional: a verified event whose id was found is kept
 		// even when its body is not the JSON the type location expects
-		// (a Slack slash command is form-encoded). It is stored untyped.
+		// (a Slack slash command is form-encoded), or when the type found
+		// is not storable (too long, control characters). It is stored
+		// untyped: refusing it would refuse the event at every resend.
 		typ, _ = src.EventType.extract(r.Header, body, getDoc, false)
 		if err := validValue(typ); err != nil {
-			return nil, &Error{Status: http.StatusBadRequest, Msg: "event type from " + src.EventType.String() + " " + err.Error()}
+			s.log.Warn().Str("source", src.Name).Str("event_id", id).
+				Msg("event type from " + src.EventType.String() + " " + err.Error() + ": stored without a type")
+			typ = ""
 		}
 	}
 	// The request's own map is stored as is (it is encoded before Ingest
