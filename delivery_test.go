@@ -394,6 +394,43 @@ url = "`+web.URL+`"
 	}
 }
 
+// A target's Retry-After later than the backoff sets the next attempt.
+func TestDelivery_RetryAfterWins(t *testing.T) {
+	var mu sync.Mutex
+	var hits []time.Time
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits = append(hits, time.Now())
+		n := len(hits)
+		mu.Unlock()
+		if n == 1 {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(web.Close)
+	tm := MustRunMain(t, deliveryConfig+`
+[[target]]
+name = "web"
+source = "shop"
+url = "`+web.URL+`"
+`, "")
+	postEvent(t, tm, "evt_ra", "order.created", []byte(`{}`), "accepted")
+	row := eventRow(t, tm, "shop", "evt_ra")
+	waitStatus(t, tm, row, "web", queue.Done, 5*time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(hits) != 2 {
+		t.Fatalf("target got %d requests, want 2", len(hits))
+	}
+	// The backoff alone (50ms, at most 200ms) would retry far sooner.
+	if gap := hits[1].Sub(hits[0]); gap < 900*time.Millisecond {
+		t.Errorf("retried after %v, want Retry-After's 1s", gap)
+	}
+}
+
 func TestDelivery_BusinessEffectFailsAfterRecord(t *testing.T) {
 	web := newRecordingTarget(t, func(n int) int {
 		if n == 1 {
