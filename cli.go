@@ -115,7 +115,9 @@ func (c *cli) parse(fs *flag.FlagSet, args []string, nargs int) error {
 }
 
 // loadConfig loads --config, else $HOOKBOX_CONFIG, else the local-sink
-// defaults (local = true).
+// defaults (local = true). getenv resolves the secrets; nil leaves them
+// unresolved (config.LoadWithoutSecrets), for commands that only read the
+// store.
 func (c *cli) loadConfig(path string, getenv func(string) string) (cfg config.Config, local bool, err error) {
 	if path == "" {
 		path = c.getenv("HOOKBOX_CONFIG")
@@ -123,7 +125,11 @@ func (c *cli) loadConfig(path string, getenv func(string) string) (cfg config.Co
 	if path == "" {
 		return config.LocalSink(), true, nil
 	}
-	cfg, err = config.Load(path, getenv)
+	if getenv == nil {
+		cfg, err = config.LoadWithoutSecrets(path)
+	} else {
+		cfg, err = config.Load(path, getenv)
+	}
 	if err != nil {
 		return config.Config{}, false, err
 	}
@@ -134,12 +140,7 @@ func (c *cli) loadConfig(path string, getenv func(string) string) (cfg config.Co
 func (c *cli) openStore(path string) (*store.DB, error) {
 	// Reading the store needs its path, not the secrets: a read command run
 	// without the service's environment must still work.
-	cfg, _, err := c.loadConfig(path, func(k string) string {
-		if v := c.getenv(k); v != "" {
-			return v
-		}
-		return "unset"
-	})
+	cfg, _, err := c.loadConfig(path, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -240,6 +240,13 @@ func TestSecrets_NotInLogsOrErrors(t *testing.T) {
 	runCmd("events", "--config", cfgPath)
 	runCmd("dead", "--config", cfgPath, "--json")
 	runCmd("dead", "--config", cfgPath, "--all")
+	// Without the service's environment (the secret variables unset), the
+	// commands that only read the store still work.
+	var out, errb bytes.Buffer
+	noEnv := func(string) string { return "" }
+	if err := run(context.Background(), []string{"events", "--config", cfgPath}, strings.NewReader(""), &out, &errb, noEnv); err != nil {
+		t.Errorf("events without the secrets' environment: %v (stderr %s)", err, errb.String())
+	}
 	var stored int
 	for _, line := range strings.Split(strings.TrimSpace(events), "\n") {
 		var e struct {

@@ -191,6 +191,17 @@ func Load(path string, getenv func(string) string) (Config, error) {
 	return Parse(path, data, getenv)
 }
 
+// LoadWithoutSecrets is Load for a command that reads the store and needs
+// no secret: secret_env is not read and no secret is checked, so it works
+// without the service's environment. Secrets stays empty.
+func LoadWithoutSecrets(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("read config: %w", err)
+	}
+	return parse(path, data, nil)
+}
+
 // Parse decodes data over DefaultConfig, resolves secrets through getenv
 // (os.Getenv when nil), fills preset defaults and validates the result. name
 // is used in messages. On failure it returns an errors.Join of
@@ -200,6 +211,11 @@ func Parse(name string, data []byte, getenv func(string) string) (Config, error)
 	if getenv == nil {
 		getenv = os.Getenv
 	}
+	return parse(name, data, getenv)
+}
+
+// parse is Parse; a nil getenv leaves secrets unresolved and unchecked.
+func parse(name string, data []byte, getenv func(string) string) (Config, error) {
 	p := newProblems(name)
 	cfg := DefaultConfig()
 	decode(p, data, &cfg)

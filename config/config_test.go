@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"encoding/base64"
 	"errors"
 	"os"
 	"path/filepath"
@@ -54,8 +55,14 @@ func TestExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Every variable the example names gets a value; a missing one would fail.
-	getenv := func(k string) string { return "secret-of-" + k }
+	// Every variable the example names gets a value; a missing one would
+	// fail. The Standard Webhooks source's must be a whsec_ secret.
+	getenv := func(k string) string {
+		if k == "ORDERS_WEBHOOK_SECRET" {
+			return "whsec_" + base64.StdEncoding.EncodeToString([]byte("secret-of-"+k))
+		}
+		return "secret-of-" + k
+	}
 	cfg, err := config.Parse("config.example.toml", data, getenv)
 	if err != nil {
 		t.Fatalf("Parse(config.example.toml): %v", err)
@@ -235,7 +242,7 @@ func TestParse_Presets(t *testing.T) {
 		t.Run(tt.verify, func(t *testing.T) {
 			doc := "[[source]]\nname = \"s\"\nverify = \"" + tt.verify + "\"\n" + tt.extra + "\n"
 			if tt.verify != "none" {
-				doc += "secret = \"k\"\n"
+				doc += "secret = \"whsec_aw==\"\n"
 			}
 			cfg, err := config.Parse("c.toml", []byte(doc), env(nil))
 			if err != nil {
@@ -564,6 +571,37 @@ func TestParse_Secrets(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), "GONE_SECRET") {
 			t.Fatalf("Error() = %q, want it to name GONE_SECRET", err)
+		}
+	})
+
+	// A Standard Webhooks secret that is not whsec_ base64 is reported with
+	// the other problems, by key (and variable), not at the first request.
+	t.Run("Bad standard secret", func(t *testing.T) {
+		doc := "[[source]]\nname = \"s\"\nverify = \"standard\"\nsecret = \"whsec_topsecret!!\"\nsecret_env = \"NEW_SECRET\"\n"
+		_, err := config.Parse("c.toml", []byte(doc), getenv)
+		ps := problems(t, err)
+		if len(ps) != 2 || ps[0].Field != "source[s].secret" || ps[1].Field != "source[s].secret_env" || ps[1].Value != "NEW_SECRET" {
+			t.Fatalf("got %v, want problems for source[s].secret and source[s].secret_env = NEW_SECRET", err)
+		}
+		if strings.Contains(err.Error(), "topsecret") {
+			t.Errorf("error %q contains a secret value", err)
+		}
+	})
+
+	// Commands that only read the store load the config without its
+	// environment: nothing is resolved or checked, nothing fails.
+	t.Run("Without secrets", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "c.toml")
+		doc := "[[source]]\nname = \"s\"\nverify = \"standard\"\nsecret_env = \"HOOKBOX_TEST_UNSET_SECRET\"\n"
+		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := config.LoadWithoutSecrets(path)
+		if err != nil {
+			t.Fatalf("LoadWithoutSecrets: %v", err)
+		}
+		if len(cfg.Sources) != 1 || len(cfg.Sources[0].Secrets) != 0 {
+			t.Fatalf("sources = %+v, want one with no resolved secret", cfg.Sources)
 		}
 	})
 

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"hookbox/signature"
 )
 
 // schemes lists the values of source.verify.
@@ -227,23 +229,38 @@ func validateSource(sc scope, s *Source, getenv func(string) string) {
 		sc.add("verify", scheme, "unknown scheme (want one of "+strings.Join(schemes, ", ")+")")
 	}
 
-	// Secrets: never put a secret value in a message, only where it came from.
+	// Secrets: never put a secret value in a message, only where it came
+	// from. A nil getenv (LoadWithoutSecrets) leaves them unresolved.
 	s.Secrets = nil
 	for i, v := range s.Secret {
 		if v == "" {
 			sc.addf("secret", "", "value %d is empty", i+1)
 			continue
 		}
+		if getenv == nil {
+			continue
+		}
+		if err := signature.CheckSecret(scheme, v); err != nil {
+			sc.addf("secret", "", "value %d: %v", i+1, err)
+			continue
+		}
 		s.Secrets = append(s.Secrets, v)
 	}
 	for _, name := range s.SecretEnv {
 		if !envNameRe.MatchString(name) {
-			sc.add("secret_env", name, "not a valid environment variable name")
+			sc.add("secret_env", name, "not a valid environment variable name (letters, digits and _, not starting with a digit)")
+			continue
+		}
+		if getenv == nil {
 			continue
 		}
 		v := getenv(name)
 		if v == "" {
 			sc.addf("secret_env", name, "environment variable %s is unset or empty", name)
+			continue
+		}
+		if err := signature.CheckSecret(scheme, v); err != nil {
+			sc.addf("secret_env", name, "environment variable %s: %v", name, err)
 			continue
 		}
 		s.Secrets = append(s.Secrets, v)

@@ -175,6 +175,17 @@ func headerName(o Options) (string, error) {
 	return http.CanonicalHeaderKey(h), nil
 }
 
+// CheckSecret reports whether secret is usable by scheme, without building a
+// verifier: only "standard" has a format (whsec_ and base64). The error
+// never quotes the secret.
+func CheckSecret(scheme, secret string) error {
+	if scheme == "standard" {
+		_, err := decodeWhsec(secret)
+		return err
+	}
+	return nil
+}
+
 // decodeWhsec turns a Standard Webhooks secret into HMAC key bytes: the
 // "whsec_" prefix is dropped and the rest is standard base64, padded or not
 // (the spec's own examples are padded, some dashboards show them unpadded).
