@@ -174,8 +174,9 @@ func DefaultConfig() Config {
 }
 
 // LocalSink is the no-config default: listen on 127.0.0.1:8080, store in
-// ./hookbox.db, no sources and no targets. The receiver treats "no sources"
-// as: accept any /hooks/{name} unsigned, with event_id "auto".
+// ./hookbox.db, no sources and no targets. serve runs it as the local sink
+// (any /hooks/{name} accepted unsigned, event_id "auto"); a config file
+// without [[source]] is not that: it answers 404 to every webhook.
 func LocalSink() Config {
 	return DefaultConfig()
 }

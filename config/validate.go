@@ -66,7 +66,7 @@ func validate(p *problems, cfg *Config, getenv func(string) string) {
 	}
 	if len(cfg.Sources) == 0 && !p.failed["source"] && !isLoopback(cfg.Server.Listen) {
 		p.add("server.listen", "server.listen", cfg.Server.Listen,
-			"a config without [[source]] accepts every request unsigned, so it may only listen on loopback; add a [[source]] or listen on 127.0.0.1")
+			"a config without [[source]] answers 404 to every webhook, so beyond loopback it would only expose a port; add a [[source]] or listen on 127.0.0.1")
 	}
 
 	names = make([]string, len(cfg.Targets))
