@@ -195,6 +195,15 @@ type eventLine struct {
 	Deliveries   []deliveryLine `json:"deliveries"`
 }
 
+// newEventLine is the JSON line of an event, for events and event alike.
+func newEventLine(e dedupe.Stored, deliveries []deliveryLine) eventLine {
+	return eventLine{
+		ID: e.ID, Source: e.Source, EventID: e.EventID, Type: e.Type, ReceivedAt: rfc(e.ReceivedAt),
+		Redeliveries: e.Redeliveries, Conflicts: e.Conflicts, BodySize: e.BodySize, Swept: e.Swept,
+		Deliveries: deliveries,
+	}
+}
+
 type deliveryLine struct {
 	Target    string        `json:"target"`
 	Status    string        `json:"status"`
@@ -273,11 +282,7 @@ func (c *cli) events(ctx context.Context, args []string) error {
 	if *asJSON {
 		enc := json.NewEncoder(c.stdout)
 		for _, e := range list {
-			if err := enc.Encode(eventLine{
-				ID: e.ID, Source: e.Source, EventID: e.EventID, Type: e.Type, ReceivedAt: rfc(e.ReceivedAt),
-				Redeliveries: e.Redeliveries, Conflicts: e.Conflicts, BodySize: e.BodySize, Swept: e.Swept,
-				Deliveries: toDeliveryLines(deliveries[e.ID]),
-			}); err != nil {
+			if err := enc.Encode(newEventLine(e, toDeliveryLines(deliveries[e.ID]))); err != nil {
 				return err
 			}
 		}
@@ -355,8 +360,7 @@ func (c *cli) event(ctx context.Context, args []string) error {
 			ContentType string              `json:"content_type"`
 			Headers     map[string][]string `json:"headers"`
 		}{
-			eventLine: eventLine{ID: e.ID, Source: e.Source, EventID: e.EventID, Type: e.Type, ReceivedAt: rfc(e.ReceivedAt),
-				Redeliveries: e.Redeliveries, Conflicts: e.Conflicts, BodySize: e.BodySize, Swept: e.Swept, Deliveries: lines},
+			eventLine:  newEventLine(e, lines),
 			LastSeenAt: rfc(e.LastSeenAt), ContentType: e.ContentType, Headers: e.Headers,
 		})
 	}

@@ -203,7 +203,7 @@ func (m *Main) Close() error {
 		}
 	}
 	if m.Receiver != nil && m.serveCh != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), orDefault(m.Config.Server.ShutdownTimeout.D(), 10*time.Second))
+		ctx, cancel := context.WithTimeout(context.Background(), m.Config.Server.ShutdownTimeout.D())
 		keep(m.Receiver.Shutdown(ctx))
 		cancel()
 	}
@@ -238,7 +238,7 @@ func (m *Main) component(name string) zerolog.Logger {
 func (m *Main) sweep(ctx context.Context) {
 	defer close(m.sweeper)
 	r := m.Config.Retention
-	interval := orDefault(r.Interval.D(), time.Hour)
+	interval := r.Interval.D()
 	log := m.component("sweeper")
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
@@ -260,13 +260,6 @@ func (m *Main) sweep(ctx context.Context) {
 			log.Info().Int64("payloads_dropped", swept).Int64("events_deleted", deleted).Msg("retention sweep")
 		}
 	}
-}
-
-func orDefault(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }
 
 // serve runs hookbox until SIGINT/SIGTERM; a second signal exits at once.

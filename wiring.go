@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"hookbox/config"
 	"hookbox/dedupe"
@@ -170,7 +169,7 @@ type alertNotifier struct {
 }
 
 func buildNotifier(a config.Alert) (queue.Notifier, error) {
-	timeout := orDefault(a.Timeout.D(), 10*time.Second)
+	timeout := a.Timeout.D()
 	switch {
 	case a.URL != "":
 		return &alertNotifier{url: handlers.NewURL(a.URL, timeout)}, nil
