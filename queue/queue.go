@@ -203,6 +203,11 @@ func (q *Queue) ClaimExcept(ctx context.Context, n int, lease time.Duration, now
 	return jobs, nil
 }
 
+// dueCondition is the deliveries_due index's partial condition (migrations
+// 0001 and 0002), word for word: a query naming the index with INDEXED BY
+// must repeat it, or SQLite fails it with "no query solution".
+const dueCondition = `(status = 'pending' OR status = 'retrying' OR status = 'running')`
+
 const (
 	// The subquery walks the deliveries_due index in claim order and stops
 	// at the limit; the outer UPDATE touches only those rows. Without
@@ -211,7 +216,7 @@ const (
 	// bare bound LIMIT while planning and recompiles the statement whenever
 	// its value changes, as the claim's size does from one claim to the next.
 	claimSQL = `UPDATE deliveries SET status = 'running', attempts = attempts + 1, run_at = ?, lease_token = abs(random())
-		WHERE id IN (SELECT id FROM deliveries INDEXED BY deliveries_due WHERE (status = 'pending' OR status = 'retrying' OR status = 'running') AND run_at <= ?
+		WHERE id IN (SELECT id FROM deliveries INDEXED BY deliveries_due WHERE ` + dueCondition + ` AND run_at <= ?
 			AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY run_at, id LIMIT ? + 0)
 		RETURNING id, event, target, attempts, lease_token`
 	loadEventsSQL = `SELECT id, source, event_id, type, received_at, content_type, body, swept_at IS NOT NULL FROM events
@@ -305,7 +310,7 @@ func (q *Queue) NextDue(ctx context.Context, except []int64) (time.Time, bool, e
 	}
 	var at int64
 	err = q.db.Reader().QueryRowContext(ctx, `SELECT run_at FROM deliveries INDEXED BY deliveries_due
-		WHERE (status = 'pending' OR status = 'retrying' OR status = 'running') AND id NOT IN (SELECT value FROM json_each(?))
+		WHERE `+dueCondition+` AND id NOT IN (SELECT value FROM json_each(?))
 		ORDER BY run_at LIMIT 1`, string(skip)).Scan(&at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return time.Time{}, false, nil

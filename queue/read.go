@@ -150,11 +150,12 @@ type Stats struct {
 }
 
 // Stats counts queued and dead deliveries and finds the oldest queued one,
-// reading only the due index and the dead letters.
+// reading the queued rows (through the due index) and the dead letters:
+// its cost grows with the queue, not with the whole table.
 func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 	s := Stats{ByStatus: map[string]int64{Pending: 0, Running: 0, Retrying: 0, Dead: 0}}
 	rows, err := q.db.Reader().QueryContext(ctx, `SELECT status, COUNT(*), MIN(created_at) FROM deliveries INDEXED BY deliveries_due
-		WHERE (status = 'pending' OR status = 'retrying' OR status = 'running') GROUP BY status`)
+		WHERE `+dueCondition+` GROUP BY status`)
 	if err != nil {
 		return s, fmt.Errorf("queue stats: %w", err)
 	}
