@@ -28,14 +28,17 @@ import (
 const usage = `hookbox: a durable inbox for webhooks
 
 Usage:
-  hookbox serve   [--config F]                 receive, store and deliver webhooks
+  hookbox serve   [--config F] [--log-level L] [--log-format json|console|auto]
+                                               receive, store and deliver webhooks
   hookbox check   --config F                   validate a config file
   hookbox events  [--config F] [--source S] [--status ST] [--limit N] [--json]
   hookbox event   [--config F] [--body] [--json] ID
-  hookbox dead    [--config F] [--json]        the dead-letter table
+  hookbox dead    [--config F] [--json] [--all] [--limit N]   the dead-letter table
   hookbox replay  [--config F] (ID | --dead | --since T [--until T]) [--target NAME]
   hookbox version
-  hookbox bench   [--mode ingest|e2e|command|rate] [--conns N] [--duration D] [--rounds N] [--json]
+  hookbox bench   [--mode ingest|e2e|command|rate] [--conns N] [--duration D] [--rounds N]
+                  [--rate R] [--prefill N] [--backlog N] [--workers N] [--body-size B]
+                  [--cpuprofile F] [--json]
 
 Without --config, $HOOKBOX_CONFIG is used; without either, the local-sink
 defaults (127.0.0.1:8080, ./hookbox.db). Flags come before arguments.

@@ -647,6 +647,42 @@ func TestDelivery_DeadLetterAndAlert(t *testing.T) {
 	})
 }
 
+// An alert command gets the alert document on stdin and the dead
+// delivery's source, event id and target in its environment.
+func TestDelivery_AlertCommand(t *testing.T) {
+	web := newRecordingTarget(t, func(int) int { return http.StatusInternalServerError })
+	out := filepath.Join(t.TempDir(), "alert.out")
+	script := writeTargetScript(t, `{ echo "$HOOKBOX_ALERT_SOURCE|$HOOKBOX_ALERT_EVENT_ID|$HOOKBOX_ALERT_TARGET"; cat; } > `+out+"\n")
+	tm := MustRunMain(t, deliveryConfig+`
+[alert]
+command = ["`+script+`"]
+
+[[target]]
+name = "web"
+source = "shop"
+url = "`+web.URL+`"
+max_attempts = 1
+`, "")
+	postEvent(t, tm, "evt_alert_cmd", "order.created", []byte(`{}`), "accepted")
+	var got []byte
+	waitFor(t, 5*time.Second, "the alert command's output", func() bool {
+		got, _ = os.ReadFile(out)
+		_, doc, ok := strings.Cut(string(got), "\n")
+		return ok && json.Valid([]byte(doc)) // the whole document, not a part written so far
+	})
+	first, doc, _ := strings.Cut(string(got), "\n")
+	if first != "shop|evt_alert_cmd|web" {
+		t.Errorf("alert environment = %q, want shop|evt_alert_cmd|web", first)
+	}
+	var alert struct {
+		EventID string `json:"event_id"`
+		Target  string `json:"target"`
+	}
+	if err := json.Unmarshal([]byte(doc), &alert); err != nil || alert.EventID != "evt_alert_cmd" || alert.Target != "web" {
+		t.Errorf("alert document %q (%v), want the dead delivery of evt_alert_cmd to web", doc, err)
+	}
+}
+
 func TestDelivery_RedeliveryRevivesDead(t *testing.T) {
 	var healthy atomic.Bool
 	web := newRecordingTarget(t, func(int) int {
