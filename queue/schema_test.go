@@ -16,6 +16,12 @@ import (
 	"hookbox/store"
 )
 
+// hotStatements run once per delivery or event.
+var hotStatements = map[string]string{
+	"enqueue": enqueueSQL, "done": doneSQL, "retry": retrySQL, "dead": deadSQL,
+	"release": releaseSQL, "attempt": attemptSQL,
+}
+
 // The statements run once per delivery must not build a temporary b-tree:
 // an IN list of three or more values in a CHECK constraint or a partial
 // index condition makes SQLite build and free one on every row written,
@@ -26,10 +32,7 @@ func TestHotStatementsBuildNoTemporaryTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	for name, query := range map[string]string{
-		"enqueue": enqueueSQL, "done": doneSQL, "retry": retrySQL, "dead": deadSQL,
-		"release": releaseSQL, "attempt": attemptSQL,
-	} {
+	for name, query := range hotStatements {
 		n, err := sqlplan.TemporaryTables(db.Reader(), query)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -78,6 +81,24 @@ func TestStoreFromInListSchemaUpgrades(t *testing.T) {
 	}
 	if strings.Contains(index, " IN (") {
 		t.Errorf("due index not rebuilt: %s", index)
+	}
+	// Its CHECK constraints were rewritten too: no hot statement builds a
+	// temporary b-tree on the upgraded store, and the checks still hold.
+	for name, query := range hotStatements {
+		if n, err := sqlplan.TemporaryTables(db.Reader(), query); err != nil || n > 0 {
+			t.Errorf("%s on the upgraded store: %d temporary b-tree(s) (%v)", name, n, err)
+		}
+	}
+	err = db.Write(context.Background(), func(tx *sql.Tx) error {
+		_, err := tx.Exec(`INSERT INTO deliveries (event, target, status, run_at, created_at) VALUES (1, 'other', 'bogus', 0, 0)`)
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "CHECK") {
+		t.Errorf("a bogus status on the upgraded store: err=%v, want a CHECK failure", err)
+	}
+	var ic string
+	if err := db.Reader().QueryRow(`PRAGMA integrity_check`).Scan(&ic); err != nil || ic != "ok" {
+		t.Errorf("integrity_check = %q (%v), want ok", ic, err)
 	}
 	q := New(db)
 	jobs, err := q.Claim(context.Background(), 10, time.Minute, now)

@@ -4,6 +4,6 @@
 -- cost a fifth of each claim and completion. 0001 now creates the OR forms;
 -- this rebuilds the claim index of a store made by the earlier 0001, whose
 -- partial-index condition the claim query (which names the index) must match.
--- Such a store keeps its equivalent IN-list CHECK constraints.
+-- 0003 rewrites such a store's IN-list CHECK constraints.
 DROP INDEX IF EXISTS deliveries_due;
 CREATE INDEX deliveries_due ON deliveries (run_at, id) WHERE (status = 'pending' OR status = 'retrying' OR status = 'running');
