@@ -355,7 +355,8 @@ func (p *Pool) run(j *Job) {
 			f.Release = true
 			f.Attempt.Outcome = "interrupted"
 			f.Attempt.Error = "interrupted by shutdown: " + f.Attempt.Error
-		case j.Attempt >= p.maxAttempts(j.Target):
+		case j.Attempt >= p.maxAttempts(j.Target) || j.Swept:
+			// A swept payload is gone for good: no retry can succeed.
 			f.Dead = true
 			f.AlertDue = p.cfg.Alerting
 		default:
@@ -454,7 +455,7 @@ func (p *Pool) call(j *Job) (out Outcome) {
 		return Outcome{Err: fmt.Errorf("target %q is no longer configured", j.Target)}
 	}
 	if j.Swept {
-		return Outcome{Err: errors.New("payload was removed by retention")}
+		return Outcome{Err: errors.New("payload was removed by retention (retention.payloads); this delivery cannot run again")}
 	}
 	defer func() {
 		if r := recover(); r != nil {

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -485,5 +487,43 @@ func TestQueue_EmptyBodyIsNotSwept(t *testing.T) {
 	}
 	if jobs[0].Swept || len(jobs[0].Body) != 0 {
 		t.Errorf("empty body claimed as swept=%v body=%q, want not swept and empty", jobs[0].Swept, jobs[0].Body)
+	}
+}
+
+// A delivery whose payload retention removed goes dead at its first
+// attempt (with an alert), instead of being retried through every backoff.
+func TestPool_SweptPayloadGoesDeadAtOnce(t *testing.T) {
+	db, q, events := mustOpenDB(t, "sink")
+	ev := mustIngest(t, events, "evt_swept", time.Now())
+	err := db.Write(context.Background(), func(tx *sql.Tx) error {
+		_, err := tx.Exec(`UPDATE events SET body = NULL, headers = NULL, swept_at = 1 WHERE id = ?`, ev)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int64
+	p := queue.NewPool(q, queue.PoolConfig{
+		Workers:     1,
+		MaxAttempts: 5,
+		Lease:       time.Minute,
+		Grace:       time.Second,
+		Retry:       queue.Retry{Backoff: time.Hour, MaxBackoff: time.Hour},
+		Targets: []queue.Target{{Name: "sink", Handler: queue.HandlerFunc(func(context.Context, *queue.Job) queue.Outcome {
+			calls.Add(1)
+			return queue.Outcome{}
+		})}},
+		Logger: zerolog.Nop(),
+	})
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	waitStatus(t, q, ev, queue.Dead)
+	if d := mustDelivery(t, q, ev); d.Attempts != 1 || !strings.Contains(d.LastError, "retention") {
+		t.Errorf("dead after %d attempt(s), error %q; want 1, naming retention", d.Attempts, d.LastError)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Errorf("the target ran %d time(s) without a payload", n)
 	}
 }
