@@ -105,6 +105,7 @@ func TestExtract(t *testing.T) {
 		{name: "Type from header", id: "json:id", typ: "header:X-Type", headers: map[string]string{"X-Type": "t1"}, body: `{"id":"e"}`, wantCode: 200, wantID: "e", wantType: "t1"},
 		{name: "Type missing is empty", id: "json:id", typ: "json:type", body: `{"id":"e"}`, wantCode: 200, wantID: "e"},
 		{name: "Type unreadable is empty", id: "header:X-Id", typ: "json:type", headers: map[string]string{"X-Id": "x1"}, body: `a=b&c=d`, wantCode: 200, wantID: "x1"},
+		{name: "Slack challenge on another source is an event", id: "json:id", body: `{"type":"url_verification","challenge":"c1","id":"v1"}`, wantCode: 200, wantID: "v1"},
 		{name: "Longest id", id: "header:X-Id", headers: map[string]string{"X-Id": long}, wantCode: 200, wantID: long},
 
 		{name: "Header missing", id: "header:X-Event-Id", body: `{}`, wantCode: 400, wantErr: "header X-Event-Id"},
