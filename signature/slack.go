@@ -45,7 +45,7 @@ func (v *slackVerifier) Verify(h http.Header, body []byte, now time.Time) error 
 		return fmt.Errorf("slack: %s: not 64 lower-case hex digits: %w", slackSigHeader, ErrMalformed)
 	}
 	if !fresh(t, now, v.tol, true) {
-		return fmt.Errorf("slack: %s: timestamp outside tolerance: %w", slackTSHeader, ErrTimestamp)
+		return fmt.Errorf("slack: %s: %w", slackTSHeader, ErrTimestamp)
 	}
 	var mac [maxMAC]byte
 	for _, k := range v.keys {

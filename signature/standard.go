@@ -66,7 +66,7 @@ func (v *standardVerifier) Verify(h http.Header, body []byte, now time.Time) err
 		return fmt.Errorf("standard: %s: no v1 signature is base64 of 32 bytes: %w", names[2], ErrMalformed)
 	}
 	if !fresh(t, now, v.tol, true) {
-		return fmt.Errorf("standard: %s: timestamp outside tolerance: %w", names[1], ErrTimestamp)
+		return fmt.Errorf("standard: %s: %w", names[1], ErrTimestamp)
 	}
 	var mac [maxMAC]byte
 	for _, k := range v.keys {

@@ -68,7 +68,7 @@ func (v *stripeVerifier) Verify(h http.Header, body []byte, now time.Time) error
 		return fmt.Errorf("stripe: %s: no v1 signature is 64 hex digits: %w", stripeHeader, ErrMalformed)
 	}
 	if !fresh(t, now, v.tol, false) {
-		return fmt.Errorf("stripe: %s: timestamp outside tolerance: %w", stripeHeader, ErrTimestamp)
+		return fmt.Errorf("stripe: %s: %w", stripeHeader, ErrTimestamp)
 	}
 	var mac [maxMAC]byte
 	for _, k := range v.keys {
