@@ -53,10 +53,12 @@ type targetHit struct {
 }
 
 // recordingTarget is an httptest server that records every request and
-// answers with Status(n) for the n-th request (1-based); nil Status answers 200.
+// answers with Status(n) for the n-th request (1-based); nil Status answers
+// 200. Header, if set, adds its headers to the n-th answer.
 type recordingTarget struct {
 	*httptest.Server
 	Status func(n int) int
+	Header func(n int) http.Header
 	Delay  time.Duration
 
 	mu   sync.Mutex
@@ -78,6 +80,11 @@ func newRecordingTarget(tb testing.TB, status func(n int) int) *recordingTarget 
 		code := http.StatusOK
 		if rt.Status != nil {
 			code = rt.Status(n)
+		}
+		if rt.Header != nil {
+			for k, v := range rt.Header(n) {
+				w.Header()[k] = v
+			}
 		}
 		w.WriteHeader(code)
 	}))
@@ -396,21 +403,18 @@ url = "`+web.URL+`"
 
 // A target's Retry-After later than the backoff sets the next attempt.
 func TestDelivery_RetryAfterWins(t *testing.T) {
-	var mu sync.Mutex
-	var hits []time.Time
-	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		hits = append(hits, time.Now())
-		n := len(hits)
-		mu.Unlock()
+	web := newRecordingTarget(t, func(n int) int {
 		if n == 1 {
-			w.Header().Set("Retry-After", "1")
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
+			return http.StatusServiceUnavailable
 		}
-		w.WriteHeader(http.StatusOK)
-	}))
-	t.Cleanup(web.Close)
+		return http.StatusOK
+	})
+	web.Header = func(n int) http.Header {
+		if n == 1 {
+			return http.Header{"Retry-After": {"1"}}
+		}
+		return nil
+	}
 	tm := MustRunMain(t, deliveryConfig+`
 [[target]]
 name = "web"
@@ -420,13 +424,12 @@ url = "`+web.URL+`"
 	postEvent(t, tm, "evt_ra", "order.created", []byte(`{}`), "accepted")
 	row := eventRow(t, tm, "shop", "evt_ra")
 	waitStatus(t, tm, row, "web", queue.Done, 5*time.Second)
-	mu.Lock()
-	defer mu.Unlock()
+	hits := web.Hits()
 	if len(hits) != 2 {
 		t.Fatalf("target got %d requests, want 2", len(hits))
 	}
 	// The backoff alone (50ms, at most 200ms) would retry far sooner.
-	if gap := hits[1].Sub(hits[0]); gap < 900*time.Millisecond {
+	if gap := hits[1].At.Sub(hits[0].At); gap < 900*time.Millisecond {
 		t.Errorf("retried after %v, want Retry-After's 1s", gap)
 	}
 }
