@@ -260,6 +260,7 @@ func (b *benchCmd) command(ctx context.Context) error {
 		var base string
 		var polled time.Time
 		var done int64
+		var scrapeErr error
 		if err := b.drain(ctx, r, "hookbox+command", b.hookboxArgv(cfg, r), path, events, func() int64 {
 			// Poll gently: a scrape runs in the server under test, and
 			// the drain is timed from the store, not from these polls.
@@ -267,11 +268,17 @@ func (b *benchCmd) command(ctx context.Context) error {
 				return done
 			}
 			polled = time.Now()
-			if st, err := bench.Deliveries(ctx, b.metrics, base); err == nil {
-				done = st["done"]
+			st, err := bench.Deliveries(ctx, b.metrics, base)
+			if err != nil {
+				scrapeErr = err
+				return done
 			}
+			done, scrapeErr = st["done"], nil
 			return done
 		}, func(addr string) { base = "http://" + addr }); err != nil {
+			if scrapeErr != nil {
+				return fmt.Errorf("%w (the last read of its /metrics failed: %v)", err, scrapeErr)
+			}
 			return err
 		}
 	}

@@ -81,10 +81,12 @@ func StartChild(ctx context.Context, argv, env []string) (*Child, error) {
 	case <-c.done:
 		return nil, fmt.Errorf("server exited before listening: %v: %s", c.err, c.stderr.String())
 	case <-t.C:
+		c.kill()
+		return nil, fmt.Errorf("server printed no %q line within 60s (is the store's disk slow or full?); it said: %s", ReadyPrefix, c.stderr.String())
 	case <-ctx.Done():
+		c.kill()
+		return nil, ctx.Err()
 	}
-	c.kill()
-	return nil, fmt.Errorf("server did not start: %s", c.stderr.String())
 }
 
 // Pid is the child's process id.
