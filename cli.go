@@ -531,11 +531,14 @@ func (c *cli) replay(ctx context.Context, args []string) error {
 		return err
 	}
 	defer db.Close()
-	n, err := queue.New(db).Replay(ctx, sel, now)
+	r, err := queue.New(db).Replay(ctx, sel, now)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stdout, "%d deliveries queued again; a running hookbox picks them up within a second\n", n)
+	fmt.Fprintf(c.stdout, "%d deliveries queued again; a running hookbox picks them up within a second\n", r.Queued)
+	if r.Swept > 0 {
+		fmt.Fprintf(c.stdout, "%d deliveries left out: their event's payload was removed by retention (retention.payloads), so they cannot run again\n", r.Swept)
+	}
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -62,6 +63,33 @@ func TestReplay(t *testing.T) {
 		waitFor(t, 5*time.Second, "both events delivered again", func() bool { return web.Count() == before+2 })
 		if out := cliRun(t, tm.Dir, "replay", "--since", time.Now().Add(time.Hour).Format(time.RFC3339)); !strings.HasPrefix(out, "0 deliveries") {
 			t.Errorf("replay of a future period: %q, want 0", out)
+		}
+	})
+	t.Run("Swept payloads are left out", func(t *testing.T) {
+		waitStatus(t, tm, a, "web", queue.Done, 5*time.Second)
+		waitStatus(t, tm, b, "web", queue.Done, 5*time.Second)
+		// Retention removes both payloads; an event received afterwards keeps its own.
+		if swept, _, err := tm.Events.Sweep(context.Background(), time.Now().Add(time.Minute), time.Time{}, 100); err != nil || swept != 2 {
+			t.Fatalf("sweep: %d swept, %v; want 2", swept, err)
+		}
+		postEvent(t, tm, "evt_c", "order.created", []byte(`{}`), "accepted")
+		c := eventRow(t, tm, "shop", "evt_c")
+		waitStatus(t, tm, c, "web", queue.Done, 5*time.Second)
+		before := web.Count()
+		out := cliRun(t, tm.Dir, "replay", "--since", "1h")
+		if !strings.HasPrefix(out, "1 deliveries queued again") || !strings.Contains(out, "2 deliveries left out") ||
+			!strings.Contains(out, "retention.payloads") {
+			t.Fatalf("replay --since 1h after a sweep: %q, want evt_c queued and the 2 swept ones left out, naming retention.payloads", out)
+		}
+		waitFor(t, 5*time.Second, "evt_c delivered again", func() bool { return web.Count() == before+1 })
+		waitStatus(t, tm, c, "web", queue.Done, 5*time.Second)
+		for _, row := range []int64{a, b} {
+			if d := deliveriesOf(t, tm, row)["web"]; d.Status != queue.Done || d.Attempts != 1 {
+				t.Errorf("swept event %d: delivery %s after %d attempt(s), want left done", row, d.Status, d.Attempts)
+			}
+		}
+		if out := cliRun(t, tm.Dir, "dead"); strings.Contains(out, "evt_") {
+			t.Errorf("replay of swept events made dead letters:\n%s", out)
 		}
 	})
 	t.Run("Needs a selection", func(t *testing.T) {

@@ -92,8 +92,10 @@ func (q *Queue) ReviveTx(ctx context.Context, tx *sql.Tx, event int64, now time.
 
 // Replay puts deliveries back to pending with attempts reset, whatever their
 // status except running. It selects by event row id (event > 0), by dead
-// status (deadOnly) or by receive time (since/until); it returns how many.
-func (q *Queue) Replay(ctx context.Context, sel ReplaySelector, now time.Time) (int64, error) {
+// status (deadOnly) or by receive time (since/until). Deliveries of events
+// whose payload retention removed are left out (they could only go dead
+// again) and counted in Swept.
+func (q *Queue) Replay(ctx context.Context, sel ReplaySelector, now time.Time) (Replayed, error) {
 	where := []string{`status != 'running'`}
 	var args []any
 	if sel.Event > 0 {
@@ -120,28 +122,40 @@ func (q *Queue) Replay(ctx context.Context, sel ReplaySelector, now time.Time) (
 		where = append(where, sub+`)`)
 	}
 	if len(where) == 1 {
-		return 0, errors.New("replay: select an event, the dead letters or a period")
+		return Replayed{}, errors.New("replay: select an event, the dead letters or a period")
 	}
-	var n int64
+	const swept = `EXISTS (SELECT 1 FROM events e WHERE e.id = deliveries.event AND e.swept_at IS NOT NULL)`
+	var r Replayed
 	err := q.db.Write(ctx, func(tx *sql.Tx) error {
+		r = Replayed{}
 		cond := strings.Join(where, " AND ")
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM deliveries WHERE `+cond+` AND `+swept, args...).Scan(&r.Swept); err != nil {
+			return err
+		}
+		cond += ` AND NOT ` + swept
 		if _, err := tx.ExecContext(ctx, `UPDATE dead_letters SET revived_at = ?, alert_due_at = NULL
 			WHERE revived_at IS NULL AND delivery IN (SELECT id FROM deliveries WHERE status = 'dead' AND `+cond+`)`,
 			append([]any{now.UnixMilli()}, args...)...); err != nil {
 			return err
 		}
-		r, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = 'pending', attempts = 0, run_at = ?, last_error = '', done_at = NULL
+		res, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = 'pending', attempts = 0, run_at = ?, last_error = '', done_at = NULL
 			WHERE `+cond, append([]any{now.UnixMilli()}, args...)...)
 		if err != nil {
 			return err
 		}
-		n, err = r.RowsAffected()
+		r.Queued, err = res.RowsAffected()
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("replay: %w", err)
+		return Replayed{}, fmt.Errorf("replay: %w", err)
 	}
-	return n, nil
+	return r, nil
+}
+
+// Replayed is what Replay did.
+type Replayed struct {
+	Queued int64 // deliveries put back to pending
+	Swept  int64 // selected deliveries left out: their event's payload was removed by retention
 }
 
 // ReplaySelector chooses deliveries for Replay.
