@@ -220,12 +220,20 @@ func (b *benchCmd) endToEnd(ctx context.Context) error {
 		if b.cpuprofile != "" && r == b.rounds {
 			argv = append(argv, "--cpuprofile", b.cpuprofile+".backlog")
 		}
-		if err := b.drain(ctx, r, "backlog", argv, path, b.backlog, func() int64 {
+		if err := b.drain(ctx, r, "backlog", argv, path, b.backlog, true, func() int64 {
 			n, _ := sink.Counts()
 			return n
 		}); err != nil {
 			return err
 		}
+	}
+	// The drain is CPU-bound for the machine as a whole: hookbox and the
+	// sink (in this process) share its CPUs. Say what that bound is.
+	own := bench.SpreadOf(bench.Values(b.rows, "backlog", "cpu_us_per_ack")).Median
+	peer := bench.SpreadOf(bench.Values(b.rows, "backlog", "sink_cpu_us")).Median
+	if own+peer > 0 {
+		b.notes = append(b.notes, fmt.Sprintf("backlog drain: hookbox %.0f µs + sink %.0f µs of CPU a delivery (medians); %d CPUs fully busy would drain at most %.0f events/s",
+			own, peer, runtime.NumCPU(), float64(runtime.NumCPU())*1e6/(own+peer)))
 	}
 	return nil
 }
@@ -261,7 +269,7 @@ func (b *benchCmd) command(ctx context.Context) error {
 		var polled time.Time
 		var done int64
 		var scrapeErr error
-		if err := b.drain(ctx, r, "hookbox+command", b.hookboxArgv(cfg, r), path, events, func() int64 {
+		if err := b.drain(ctx, r, "hookbox+command", b.hookboxArgv(cfg, r), path, events, false, func() int64 {
 			// Poll gently: a scrape runs in the server under test, and
 			// the drain is timed from the store, not from these polls.
 			if base == "" || time.Since(polled) < 250*time.Millisecond {
@@ -436,7 +444,7 @@ func (b *benchCmd) measureDelivered(ctx context.Context, round int, cfg, store s
 // deliveries, and waits until count says all are delivered; the rate is
 // events over the time from the first attempt's start to the last one's end,
 // as the store recorded them.
-func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []string, path string, events int, count func() int64, started ...func(addr string)) error {
+func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []string, path string, events int, sinkHere bool, count func() int64, started ...func(addr string)) error {
 	b.progress(fmt.Sprintf("round %d/%d  %s: draining %d events", round, b.rounds, name, events))
 	start := time.Now()
 	child, err := bench.StartChild(ctx, argv, b.serverEnv)
@@ -448,6 +456,10 @@ func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []str
 		f(child.Addr)
 	}
 	atStart, err := bench.ReadProc(child.Pid())
+	if err != nil {
+		return err
+	}
+	selfStart, err := bench.ReadProc(os.Getpid())
 	if err != nil {
 		return err
 	}
@@ -466,6 +478,10 @@ func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []str
 	if err != nil {
 		return err
 	}
+	self, err := bench.ReadProc(os.Getpid())
+	if err != nil {
+		return err
+	}
 	if err := child.Stop(); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
@@ -474,10 +490,15 @@ func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []str
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	secs := last.Sub(first).Seconds()
-	b.rows = append(b.rows, bench.Row{Round: round, Server: name, Values: map[string]float64{
+	row := bench.Row{Round: round, Server: name, Values: map[string]float64{
 		"per_s": float64(events) / secs, "events": float64(events), "seconds": secs,
 		"rss_mib": float64(ps.HWMKiB) / 1024, "cpu_us_per_ack": float64((ps.CPU - atStart.CPU).Microseconds()) / float64(events),
-	}})
+	}}
+	if sinkHere {
+		// This process did little else meanwhile than serve the sink.
+		row.Values["sink_cpu_us"] = float64((self.CPU - selfStart.CPU).Microseconds()) / float64(events)
+	}
+	b.rows = append(b.rows, row)
 	return nil
 }
 
@@ -685,6 +706,7 @@ func (b *benchCmd) columns() []bench.Column {
 			col("acks_per_s", "acks/s", "%.0f"), col("p99_ms", "p99 ms", "%.1f"),
 			col("delivered_per_s", "delivered/s", "%.0f"), col("drain_s", "drain s", "%.2f"),
 			col("per_s", "backlog/s", "%.0f"), col("rss_mib", "RSS MiB", "%.1f"),
+			col("cpu_us_per_ack", "CPU µs", "%.0f"), col("sink_cpu_us", "sink µs", "%.0f"),
 		}
 	case "command":
 		return []bench.Column{

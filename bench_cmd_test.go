@@ -81,7 +81,7 @@ func TestBench(t *testing.T) {
 				case "hookbox+url":
 					keys = []string{"acks_per_s", "delivered_per_s"}
 				case "backlog":
-					keys = []string{"per_s"}
+					keys = []string{"per_s", "cpu_us_per_ack", "sink_cpu_us"}
 				case "hookbox", "hookbox+prefill":
 					keys = []string{"acks_per_s", "p99_ms", "rss_mib", "wal_mib"}
 				}
@@ -90,6 +90,9 @@ func TestBench(t *testing.T) {
 						t.Errorf("%s %s=%v, want > 0", s, k, row[k])
 					}
 				}
+			}
+			if tt.name == "EndToEnd" && !strings.Contains(stdout.String(), "fully busy would drain at most") {
+				t.Errorf("e2e run has no note on the machine's bound for the drain:\n%s", stdout.String())
 			}
 			if tt.name == "Rate" {
 				// 200 a second for 0.3 s: an open loop sends about 60, never
