@@ -86,3 +86,61 @@ func BenchmarkClaimComplete(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPool_Drain drains b.N queued deliveries through a pool of 16
+// workers whose target succeeds at once: the pool's own cost a delivery
+// (claim, lease, result, commit), without any transport.
+func BenchmarkPool_Drain(b *testing.B) {
+	db, err := store.Open(filepath.Join(b.TempDir(), "hookbox.db"), store.Options{Logger: zerolog.Nop()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	q := queue.New(db)
+	events := dedupe.New(db)
+	ctx := context.Background()
+	events.OnNew = func(tx *sql.Tx, ev *dedupe.Event) error {
+		return q.EnqueueTx(ctx, tx, ev.ID, []string{"sink"}, ev.ReceivedAt)
+	}
+	body := make([]byte, 1024)
+	past := time.Now().Add(-time.Minute)
+	for done := 0; done < b.N; done += 5000 {
+		err := db.Write(ctx, func(tx *sql.Tx) error {
+			for i := done; i < min(done+5000, b.N); i++ {
+				if _, err := events.IngestTx(ctx, tx, &dedupe.Event{Source: "github", EventID: strconv.Itoa(i),
+					ReceivedAt: past, ContentType: "application/json", Body: body}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	left := b.N
+	finished := make(chan struct{})
+	p := queue.NewPool(q, queue.PoolConfig{
+		Workers: 16, MaxAttempts: 1, Lease: time.Minute, Grace: time.Second,
+		Targets: []queue.Target{{Name: "sink", Handler: queue.HandlerFunc(func(context.Context, *queue.Job) queue.Outcome {
+			return queue.Outcome{HTTPStatus: 200}
+		})}},
+		OnDone: func(time.Time) {
+			mu.Lock()
+			if left--; left == 0 {
+				close(finished)
+			}
+			mu.Unlock()
+		},
+		Logger: zerolog.Nop(),
+	})
+	b.ReportAllocs()
+	b.ResetTimer()
+	if err := p.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	<-finished
+	b.StopTimer()
+	p.Stop()
+}
