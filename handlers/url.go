@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -171,9 +172,10 @@ func (u *URL) requestError(ctx context.Context, err error) *Error {
 // readBounded keeps the head of a response body and drains a bounded amount more, so a
 // well-behaved target's connection goes back to the pool and a huge one costs no memory.
 func readBounded(body io.Reader) string {
-	buf := make([]byte, responseKeep)
-	n, _ := io.ReadFull(body, buf)
-	out := strings.ToValidUTF8(string(buf[:n]), "\uFFFD")
+	bp := keepBufs.Get().(*[responseKeep]byte)
+	defer keepBufs.Put(bp)
+	n, _ := io.ReadFull(body, bp[:])
+	out := strings.ToValidUTF8(string(bp[:n]), "\uFFFD")
 	if n < responseKeep {
 		return out
 	}
@@ -186,6 +188,10 @@ func readBounded(body io.Reader) string {
 	}
 	return out + omittedMarker(drained, false)
 }
+
+// keepBufs holds the buffers readBounded reads a response's head into: most
+// answers are a few bytes, and a fresh 4 KiB buffer a delivery is garbage.
+var keepBufs = sync.Pool{New: func() any { return new([responseKeep]byte) }}
 
 func temporaryStatus(code int) bool {
 	return code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500

@@ -330,10 +330,8 @@ func (p *Pool) unclaim(j *Job) {
 }
 
 func (p *Pool) run(j *Job) {
-	log := p.log.With().Int64("event", j.Event).Str("source", j.Source).Str("event_id", j.EventID).
-		Str("target", j.Target).Int("attempt", j.Attempt).Logger()
 	start := p.cfg.Now()
-	stopRenew := p.keepLease(j, log)
+	stopRenew := p.keepLease(j)
 	out := p.call(j)
 	stopRenew()
 	now := p.cfg.Now()
@@ -374,51 +372,59 @@ func (p *Pool) run(j *Job) {
 	p.pending.Add(1)
 	err := p.q.CompleteAsync(context.WithoutCancel(p.runCtx), j, f, now, func(err error) {
 		defer p.pending.Done()
-		p.recorded(j, f, out, err, log)
+		p.recorded(j, f, out, err)
 	})
 	if err != nil {
 		p.pending.Done()
-		p.recorded(j, f, out, err, log)
+		p.recorded(j, f, out, err)
 	}
 }
 
 // recorded reports a completion once its write is durable (or failed). It
 // runs on the store's writer goroutine: it must not block.
-func (p *Pool) recorded(j *Job, f Finish, out Outcome, err error, log zerolog.Logger) {
+func (p *Pool) recorded(j *Job, f Finish, out Outcome, err error) {
 	p.finished(j.Delivery)
 	switch {
 	case errors.Is(err, ErrStale):
-		log.Warn().Msg("lease was taken over while the attempt ran; its result was not applied")
+		jobLog(p.log.Warn(), j).Msg("lease was taken over while the attempt ran; its result was not applied")
 		return
 	case err != nil:
 		// The lease will expire and the delivery will run again.
-		log.Error().Err(err).Msg("could not record attempt")
+		jobLog(p.log.Error(), j).Err(err).Msg("could not record attempt")
 		return
 	}
 	switch {
 	case out.Err == nil:
-		log.Debug().Dur("took", f.Attempt.Duration).Msg("delivered")
+		jobLog(p.log.Debug(), j).Dur("took", f.Attempt.Duration).Msg("delivered")
 		if p.cfg.OnDone != nil {
 			p.cfg.OnDone(j.ReceivedAt)
 		}
 	case f.Release:
-		log.Info().Msg("attempt interrupted by shutdown; released")
+		jobLog(p.log.Info(), j).Msg("attempt interrupted by shutdown; released")
 	case f.Dead:
-		log.Error().Str("error", f.Attempt.Error).Msg("delivery is dead")
+		jobLog(p.log.Error(), j).Str("error", f.Attempt.Error).Msg("delivery is dead")
 		if p.cfg.OnDead != nil {
 			p.cfg.OnDead()
 		}
 	default:
-		log.Warn().Str("error", f.Attempt.Error).Time("retry_at", f.Next).Msg("attempt failed")
+		jobLog(p.log.Warn(), j).Str("error", f.Attempt.Error).Time("retry_at", f.Next).Msg("attempt failed")
 		p.Notify()
 	}
+}
+
+// jobLog adds j's identity to a log event. The fields are added only to an
+// event of an enabled level: a success logged at debug level costs nothing
+// when debug is off.
+func jobLog(e *zerolog.Event, j *Job) *zerolog.Event {
+	return e.Int64("event", j.Event).Str("source", j.Source).Str("event_id", j.EventID).
+		Str("target", j.Target).Int("attempt", j.Attempt)
 }
 
 // keepLease renews j's lease every third of it until the returned stop is
 // called. An attempt may outlast its lease (a command ignoring SIGTERM runs
 // on through the kill grace); without renewal another worker would take the
 // pair over and run it again while this attempt still runs.
-func (p *Pool) keepLease(j *Job, log zerolog.Logger) (stop func()) {
+func (p *Pool) keepLease(j *Job) (stop func()) {
 	if p.cfg.Lease <= 0 {
 		return func() {}
 	}
@@ -440,7 +446,7 @@ func (p *Pool) keepLease(j *Job, log zerolog.Logger) (stop func()) {
 				return
 			}
 			if err != nil {
-				log.Error().Err(err).Msg("renew lease failed; will retry")
+				jobLog(p.log.Error(), j).Err(err).Msg("renew lease failed; will retry")
 			}
 		}
 	})
@@ -459,7 +465,7 @@ func (p *Pool) call(j *Job) (out Outcome) {
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			p.log.Error().Interface("panic", r).Bytes("stack", debug.Stack()).Msg("handler panicked")
+			jobLog(p.log.Error(), j).Interface("panic", r).Bytes("stack", debug.Stack()).Msg("handler panicked")
 			out = Outcome{Err: fmt.Errorf("handler panicked: %v", r)}
 		}
 	}()

@@ -527,3 +527,45 @@ func TestPool_SweptPayloadGoesDeadAtOnce(t *testing.T) {
 		t.Errorf("the target ran %d time(s) without a payload", n)
 	}
 }
+
+// A failed attempt's log lines name the event and target, so that an
+// operator can find the delivery they are about.
+func TestPool_LogsNameTheDelivery(t *testing.T) {
+	q, events := MustOpen(t, "sink")
+	ev := mustIngest(t, events, "evt_logged", time.Now())
+	var buf strings.Builder
+	p := queue.NewPool(q, queue.PoolConfig{
+		Workers: 1, MaxAttempts: 1, Lease: time.Minute, Grace: time.Second,
+		Targets: []queue.Target{{Name: "sink", Handler: queue.HandlerFunc(func(context.Context, *queue.Job) queue.Outcome {
+			return queue.Outcome{Err: errors.New("connection refused")}
+		})}},
+		Logger: zerolog.New(&syncBuilder{b: &buf}),
+	})
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, q, ev, queue.Dead)
+	p.Stop()
+	var line string
+	for _, l := range strings.Split(buf.String(), "\n") {
+		if strings.Contains(l, "delivery is dead") {
+			line = l
+		}
+	}
+	for _, want := range []string{`"event_id":"evt_logged"`, `"source":"shop"`, `"target":"sink"`, `"attempt":1`, `"error":"connection refused"`} {
+		if !strings.Contains(line, want) {
+			t.Errorf("dead delivery's log line %q lacks %s", line, want)
+		}
+	}
+}
+
+type syncBuilder struct {
+	mu sync.Mutex
+	b  *strings.Builder
+}
+
+func (s *syncBuilder) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
