@@ -375,6 +375,7 @@ func (b *benchCmd) load(ctx context.Context, round int, name string, child *benc
 	}
 	if l.Rate > 0 {
 		v["dropped"] = float64(st.Dropped)
+		v["lag_p99_ms"] = ms(st.Lag.Percentile(0.99))
 	}
 	if store != "" {
 		v["wal_mib"] = float64(walPeak.Load()) / (1 << 20)
@@ -720,7 +721,7 @@ func (b *benchCmd) columns() []bench.Column {
 		col("cpu_us_per_ack", "CPU µs/ack", "%.0f"), col("wal_mib", "WAL MiB", "%.1f"),
 	}
 	if b.mode == "rate" {
-		cols = append(cols, col("dropped", "dropped", "%.0f"))
+		cols = append(cols, col("dropped", "dropped", "%.0f"), col("lag_p99_ms", "send lag p99 ms", "%.2f"))
 	}
 	return cols
 }

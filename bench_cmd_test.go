@@ -101,6 +101,9 @@ func TestBench(t *testing.T) {
 					if _, ok := got[s]["dropped"]; !ok {
 						t.Errorf("%s: no dropped count in rate mode", s)
 					}
+					if n, _ := got[s]["lag_p99_ms"].(float64); !(n > 0) {
+						t.Errorf("%s: lag_p99_ms=%v, want the generator's send lag (> 0)", s, got[s]["lag_p99_ms"])
+					}
 					if n, _ := got[s]["acks"].(float64); n > 1.5*200*0.3 {
 						t.Errorf("%s: %v acks at 200/s for 0.3 s: the rate was not applied", s, n)
 					}

@@ -34,11 +34,15 @@ type Load struct {
 
 // Stats is what a load run measured.
 type Stats struct {
-	OK         int64         // 200 answers
-	Failed     int64         // other answers and transport errors
-	Dropped    int64         // open loop: sends skipped because every connection was busy
-	Elapsed    time.Duration // from the first send to the last answer
-	Latency    Histogram     // of 200 answers; open loop: from the intended send time
+	OK      int64         // 200 answers
+	Failed  int64         // other answers and transport errors
+	Dropped int64         // open loop: sends skipped because every connection was busy
+	Elapsed time.Duration // from the first send to the last answer
+	Latency Histogram     // of 200 answers; open loop: from the intended send time
+	// Lag is, open loop, how late each request left after its intended send
+	// time: the generator's own delay (its timers, the CPUs it shares with
+	// the server), which Latency includes.
+	Lag        Histogram
 	FirstError string
 }
 
@@ -129,6 +133,7 @@ func Run(ctx context.Context, l Load) (*Stats, error) {
 	stopProgress()
 	for _, w := range workers {
 		st.Latency.Merge(&w.hist)
+		st.Lag.Merge(&w.lag)
 	}
 	st.OK, st.Failed = ok.Load(), failed.Load()
 	return st, nil
@@ -183,6 +188,7 @@ type worker struct {
 	seq    uint64
 	client *http.Client
 	hist   Histogram
+	lag    Histogram
 	ok     *atomic.Int64
 	fail   func(string)
 	id     []byte
@@ -219,6 +225,7 @@ func (w *worker) do(ctx context.Context, at time.Time) {
 	}
 	req.Header = w.l.Request.Header.Clone()
 	req.Header.Set(IDHeader, string(w.id))
+	w.lag.Record(time.Since(at))
 	resp, err := w.client.Do(req)
 	if err != nil {
 		if ctx.Err() == nil {
