@@ -3,9 +3,14 @@ package bench_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"math"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,5 +109,57 @@ func TestReadProc(t *testing.T) {
 	}
 	if ps.HWMKiB <= 0 || ps.RSSKiB <= 0 {
 		t.Errorf("VmHWM=%d VmRSS=%d, want > 0", ps.HWMKiB, ps.RSSKiB)
+	}
+}
+
+// The sink counts each distinct event once, over keep-alive connections
+// from the same HTTP client hookbox uses, and refuses what it cannot read.
+func TestSink(t *testing.T) {
+	s, err := bench.StartSink()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	client := &http.Client{Timeout: 5 * time.Second}
+	post := func(source, id string, body string) int {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, s.URL(), strings.NewReader(body))
+		req.Header.Set("Hookbox-Source", source)
+		req.Header.Set("Hookbox-Event-Id", id)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("post %s:%s: %v", source, id, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	before := time.Now()
+	for _, d := range []struct{ source, id string }{{"shop", "a"}, {"shop", "b"}, {"shop", "a"}, {"github", "a"}} {
+		if code := post(d.source, d.id, strings.Repeat("x", 3000)); code != http.StatusOK {
+			t.Fatalf("post %s:%s: status %d", d.source, d.id, code)
+		}
+	}
+	if n, last := s.Counts(); n != 3 || last.Before(before) {
+		t.Errorf("counts %d (last %v), want 3 distinct events seen after %v", n, last, before)
+	}
+	s.Reset()
+	if n, _ := s.Counts(); n != 0 {
+		t.Errorf("after Reset: %d, want 0", n)
+	}
+
+	// A chunked body is not read: the connection is closed, nothing counted.
+	c, err := net.Dial("tcp", strings.TrimPrefix(strings.TrimSuffix(s.URL(), "/sink"), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST /sink HTTP/1.1\r\nHost: x\r\nHookbox-Source: shop\r\nHookbox-Event-Id: c\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := c.Read(make([]byte, 64)); err == nil {
+		t.Errorf("chunked request answered with %d bytes, want the connection closed", n)
+	}
+	if n, _ := s.Counts(); n != 0 {
+		t.Errorf("a chunked request was counted")
 	}
 }
