@@ -24,34 +24,8 @@ func BenchmarkClaimComplete(b *testing.B) {
 	const batch = 64
 	for _, mode := range []string{"serial", "parallel"} {
 		b.Run("complete="+mode, func(b *testing.B) {
-			db, err := store.Open(filepath.Join(b.TempDir(), "hookbox.db"), store.Options{Logger: zerolog.Nop()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer db.Close()
-			q := queue.New(db)
-			events := dedupe.New(db)
+			q := queuedStore(b, b.N*batch)
 			ctx := context.Background()
-			events.OnNew = func(tx *sql.Tx, ev *dedupe.Event) error {
-				return q.EnqueueTx(ctx, tx, ev.ID, []string{"sink"}, ev.ReceivedAt)
-			}
-			body := make([]byte, 1024)
-			past := time.Now().Add(-time.Minute)
-			total := b.N * batch
-			for done := 0; done < total; done += 5000 {
-				err := db.Write(ctx, func(tx *sql.Tx) error {
-					for i := done; i < min(done+5000, total); i++ {
-						if _, err := events.IngestTx(ctx, tx, &dedupe.Event{Source: "github", EventID: strconv.Itoa(i),
-							ReceivedAt: past, ContentType: "application/json", Body: body}); err != nil {
-							return err
-						}
-					}
-					return nil
-				})
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
@@ -91,33 +65,8 @@ func BenchmarkClaimComplete(b *testing.B) {
 // workers whose target succeeds at once: the pool's own cost a delivery
 // (claim, lease, result, commit), without any transport.
 func BenchmarkPool_Drain(b *testing.B) {
-	db, err := store.Open(filepath.Join(b.TempDir(), "hookbox.db"), store.Options{Logger: zerolog.Nop()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	q := queue.New(db)
-	events := dedupe.New(db)
+	q := queuedStore(b, b.N)
 	ctx := context.Background()
-	events.OnNew = func(tx *sql.Tx, ev *dedupe.Event) error {
-		return q.EnqueueTx(ctx, tx, ev.ID, []string{"sink"}, ev.ReceivedAt)
-	}
-	body := make([]byte, 1024)
-	past := time.Now().Add(-time.Minute)
-	for done := 0; done < b.N; done += 5000 {
-		err := db.Write(ctx, func(tx *sql.Tx) error {
-			for i := done; i < min(done+5000, b.N); i++ {
-				if _, err := events.IngestTx(ctx, tx, &dedupe.Event{Source: "github", EventID: strconv.Itoa(i),
-					ReceivedAt: past, ContentType: "application/json", Body: body}); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
 	var mu sync.Mutex
 	left := b.N
 	finished := make(chan struct{})
@@ -143,4 +92,38 @@ func BenchmarkPool_Drain(b *testing.B) {
 	<-finished
 	b.StopTimer()
 	p.Stop()
+}
+
+// queuedStore opens a store in a temp dir holding n events of 1 KiB, each
+// with one pending delivery to "sink", and returns its queue.
+func queuedStore(b *testing.B, n int) *queue.Queue {
+	b.Helper()
+	db, err := store.Open(filepath.Join(b.TempDir(), "hookbox.db"), store.Options{Logger: zerolog.Nop()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	q := queue.New(db)
+	events := dedupe.New(db)
+	ctx := context.Background()
+	events.OnNew = func(tx *sql.Tx, ev *dedupe.Event) error {
+		return q.EnqueueTx(ctx, tx, ev.ID, []string{"sink"}, ev.ReceivedAt)
+	}
+	body := make([]byte, 1024)
+	past := time.Now().Add(-time.Minute)
+	for done := 0; done < n; done += 5000 {
+		err := db.Write(ctx, func(tx *sql.Tx) error {
+			for i := done; i < min(done+5000, n); i++ {
+				if _, err := events.IngestTx(ctx, tx, &dedupe.Event{Source: "github", EventID: strconv.Itoa(i),
+					ReceivedAt: past, ContentType: "application/json", Body: body}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	return q
 }
