@@ -233,7 +233,7 @@ func (b *benchCmd) endToEnd(ctx context.Context) error {
 	peer := bench.SpreadOf(bench.Values(b.rows, "backlog", "sink_cpu_us")).Median
 	if own+peer > 0 {
 		b.notes = append(b.notes, fmt.Sprintf("backlog drain: hookbox %.0f µs + sink %.0f µs of CPU a delivery (medians); %d CPUs fully busy would drain at most %.0f events/s",
-			own, peer, runtime.NumCPU(), float64(runtime.NumCPU())*1e6/(own+peer)))
+			own, peer, runtime.GOMAXPROCS(0), float64(runtime.GOMAXPROCS(0))*1e6/(own+peer)))
 	}
 	return nil
 }
@@ -460,7 +460,7 @@ func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []str
 	if err != nil {
 		return err
 	}
-	selfStart, err := bench.ReadProc(os.Getpid())
+	selfStart, err := bench.SelfCPU()
 	if err != nil {
 		return err
 	}
@@ -479,7 +479,7 @@ func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []str
 	if err != nil {
 		return err
 	}
-	self, err := bench.ReadProc(os.Getpid())
+	self, err := bench.SelfCPU()
 	if err != nil {
 		return err
 	}
@@ -497,7 +497,7 @@ func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []str
 	}}
 	if sinkHere {
 		// This process did little else meanwhile than serve the sink.
-		row.Values["sink_cpu_us"] = float64((self.CPU - selfStart.CPU).Microseconds()) / float64(events)
+		row.Values["sink_cpu_us"] = float64((self - selfStart).Microseconds()) / float64(events)
 	}
 	b.rows = append(b.rows, row)
 	return nil

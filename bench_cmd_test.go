@@ -39,7 +39,7 @@ func TestBench(t *testing.T) {
 	}{
 		{"Ingest", []string{"--mode", "ingest", "--prefill", "500"}, []string{"bare", "hookbox", "hookbox+prefill"}, "acks_per_s"},
 		{"Rate", []string{"--mode", "rate", "--rate", "200"}, []string{"bare", "hookbox"}, "acks_per_s"},
-		{"EndToEnd", []string{"--mode", "e2e", "--backlog", "200"}, []string{"hookbox", "hookbox+url", "backlog"}, ""},
+		{"EndToEnd", []string{"--mode", "e2e", "--backlog", "1000"}, []string{"hookbox", "hookbox+url", "backlog"}, ""},
 		{"Command", []string{"--mode", "command"}, []string{"fork/exec", "hookbox+command"}, "per_s"},
 	}
 	for _, tt := range tests {

@@ -1,6 +1,7 @@
 package bench_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"os"
 	"strings"
 	"testing"
@@ -112,8 +114,9 @@ func TestReadProc(t *testing.T) {
 	}
 }
 
-// The sink counts each distinct event once, over keep-alive connections
-// from the same HTTP client hookbox uses, and refuses what it cannot read.
+// The sink counts each distinct event once, over a keep-alive connection
+// from Go's HTTP client (as hookbox's URL targets send, a Content-Length
+// body), and refuses what it cannot read.
 func TestSink(t *testing.T) {
 	s, err := bench.StartSink()
 	if err != nil {
@@ -121,11 +124,19 @@ func TestSink(t *testing.T) {
 	}
 	defer s.Close()
 	client := &http.Client{Timeout: 5 * time.Second}
+	var reused int
 	post := func(source, id string, body string) int {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, s.URL(), strings.NewReader(body))
+		req, _ := http.NewRequest(http.MethodPost, s.URL(), bytes.NewReader([]byte(body)))
 		req.Header.Set("Hookbox-Source", source)
 		req.Header.Set("Hookbox-Event-Id", id)
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+			GotConn: func(info httptrace.GotConnInfo) {
+				if info.Reused {
+					reused++
+				}
+			},
+		}))
 		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatalf("post %s:%s: %v", source, id, err)
@@ -139,6 +150,9 @@ func TestSink(t *testing.T) {
 		if code := post(d.source, d.id, strings.Repeat("x", 3000)); code != http.StatusOK {
 			t.Fatalf("post %s:%s: status %d", d.source, d.id, code)
 		}
+	}
+	if reused != 3 {
+		t.Errorf("%d of 3 later requests reused the connection, want every one (keep-alive)", reused)
 	}
 	if n, last := s.Counts(); n != 3 || last.Before(before) {
 		t.Errorf("counts %d (last %v), want 3 distinct events seen after %v", n, last, before)

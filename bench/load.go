@@ -39,9 +39,10 @@ type Stats struct {
 	Dropped int64         // open loop: sends skipped because every connection was busy
 	Elapsed time.Duration // from the first send to the last answer
 	Latency Histogram     // of 200 answers; open loop: from the intended send time
-	// Lag is, open loop, how late each request left after its intended send
-	// time: the generator's own delay (its timers, the CPUs it shares with
-	// the server), which Latency includes.
+	// Lag is, open loop, how late the generator's scheduler handed out each
+	// intended send time: its own delay (its timer, the CPUs it shares with
+	// the server), which Latency includes. A send that then waits for a free
+	// connection is the server's slowness, not counted here.
 	Lag        Histogram
 	FirstError string
 }
@@ -115,7 +116,7 @@ func Run(ctx context.Context, l Load) (*Stats, error) {
 				}
 			}()
 		}
-		st.Dropped = schedule(ctx, sched, start, end, l.Rate)
+		st.Dropped = schedule(ctx, sched, start, end, l.Rate, &st.Lag)
 		close(sched)
 	} else {
 		for _, w := range workers {
@@ -133,15 +134,15 @@ func Run(ctx context.Context, l Load) (*Stats, error) {
 	stopProgress()
 	for _, w := range workers {
 		st.Latency.Merge(&w.hist)
-		st.Lag.Merge(&w.lag)
 	}
 	st.OK, st.Failed = ok.Load(), failed.Load()
 	return st, nil
 }
 
 // schedule sends the intended send times at rate a second until end; a time
-// no connection is free to take is dropped and counted.
-func schedule(ctx context.Context, sched chan<- time.Time, start, end time.Time, rate float64) (dropped int64) {
+// no connection is free to take is dropped and counted. lag records how late
+// each time was handed out.
+func schedule(ctx context.Context, sched chan<- time.Time, start, end time.Time, rate float64, lag *Histogram) (dropped int64) {
 	interval := time.Duration(float64(time.Second) / rate)
 	t := time.NewTimer(0)
 	defer t.Stop()
@@ -158,6 +159,7 @@ func schedule(ctx context.Context, sched chan<- time.Time, start, end time.Time,
 				return dropped
 			}
 		}
+		lag.Record(time.Since(at))
 		select {
 		case sched <- at:
 		default:
@@ -188,7 +190,6 @@ type worker struct {
 	seq    uint64
 	client *http.Client
 	hist   Histogram
-	lag    Histogram
 	ok     *atomic.Int64
 	fail   func(string)
 	id     []byte
@@ -225,7 +226,6 @@ func (w *worker) do(ctx context.Context, at time.Time) {
 	}
 	req.Header = w.l.Request.Header.Clone()
 	req.Header.Set(IDHeader, string(w.id))
-	w.lag.Record(time.Since(at))
 	resp, err := w.client.Do(req)
 	if err != nil {
 		if ctx.Err() == nil {

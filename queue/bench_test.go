@@ -89,7 +89,13 @@ func BenchmarkPool_Drain(b *testing.B) {
 	if err := p.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
-	<-finished
+	select {
+	case <-finished:
+	case <-time.After(time.Minute + time.Duration(b.N)*time.Millisecond):
+		mu.Lock()
+		defer mu.Unlock()
+		b.Fatalf("%d of %d deliveries not done", left, b.N)
+	}
 	b.StopTimer()
 	p.Stop()
 }
