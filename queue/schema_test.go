@@ -96,6 +96,15 @@ func TestStoreFromInListSchemaUpgrades(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "CHECK") {
 		t.Errorf("a bogus status on the upgraded store: err=%v, want a CHECK failure", err)
 	}
+	// It ends up with the indexes of a store created now, no more, no less.
+	fresh, err := store.Open(filepath.Join(t.TempDir(), "fresh.db"), store.Options{Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if got, want := indexes(t, db), indexes(t, fresh); got != want {
+		t.Errorf("indexes of the upgraded store:\n%s\nwant those of a new store:\n%s", got, want)
+	}
 	var ic string
 	if err := db.Reader().QueryRow(`PRAGMA integrity_check`).Scan(&ic); err != nil || ic != "ok" {
 		t.Errorf("integrity_check = %q (%v), want ok", ic, err)
@@ -114,4 +123,26 @@ func TestStoreFromInListSchemaUpgrades(t *testing.T) {
 	if due, ok, err := q.NextDue(context.Background(), nil); err != nil || ok {
 		t.Fatalf("after completion: next due %v %v %v, want none", due, ok, err)
 	}
+}
+
+// indexes lists a store's index definitions, one a line, by name.
+func indexes(t *testing.T, db *store.DB) string {
+	t.Helper()
+	rows, err := db.Reader().Query(`SELECT name || ': ' || coalesce(sql, '(automatic)') FROM sqlite_schema WHERE type = 'index' ORDER BY name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(out, "\n")
 }

@@ -38,6 +38,7 @@ CREATE TABLE deliveries (
 -- Matches the claim: due rows in run_at order; a running row whose lease
 -- (run_at) has passed is due again.
 CREATE INDEX deliveries_due ON deliveries (run_at, id) WHERE status IN ('pending', 'retrying', 'running');
+CREATE INDEX deliveries_status ON deliveries (status, event);
 
 CREATE TABLE attempts (
 	id          INTEGER PRIMARY KEY,
