@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"hookbox/receiver"
+	"hookbox/signature"
 )
 
 // recorder is a Store that keeps what it was given.
@@ -203,5 +204,33 @@ func TestServer_Redact(t *testing.T) {
 	}
 	if !e.ReceivedAt.Equal(time.Unix(1700000000, 0)) {
 		t.Fatalf("received_at=%s, want the injected clock", e.ReceivedAt)
+	}
+}
+
+// A failed signature check tells the sender what failed and the operator's
+// log what to check; the answer never names the configuration.
+func TestServer_SignatureFailureHints(t *testing.T) {
+	v, err := signature.New(signature.Options{Scheme: "github", Secrets: []string{"s3cret"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	srv := receiver.New(receiver.Config{
+		Sources: []receiver.Source{{Name: "gh", Verifier: v, EventID: mustLocation(t, "header:X-GitHub-Delivery")}},
+		Logger:  zerolog.New(&log),
+	}, &recorder{})
+	req := httptest.NewRequest(http.MethodPost, "/hooks/gh", strings.NewReader(`{}`))
+	req.Header.Set("X-GitHub-Delivery", "d1")
+	req.Header.Set("X-Hub-Signature-256", "sha256="+strings.Repeat("0", 64))
+	w := httptest.NewRecorder()
+	srv.ServeHTTP(w, req)
+	if w.Code != http.StatusUnauthorized || !strings.Contains(w.Body.String(), "signature mismatch") {
+		t.Fatalf("answer %d %s, want 401 saying signature mismatch", w.Code, w.Body)
+	}
+	if strings.Contains(w.Body.String(), "secret") {
+		t.Errorf("the sender's answer names the configuration: %s", w.Body)
+	}
+	if !strings.Contains(log.String(), "secret_env") || !strings.Contains(log.String(), "signing secret") {
+		t.Errorf("log %q does not say what to check", log.String())
 	}
 }

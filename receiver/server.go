@@ -257,6 +257,18 @@ func (s *Server) source(name string) (*Source, error) {
 	return nil, &Error{Status: http.StatusNotFound, Msg: "unknown source " + strconv.Quote(name)}
 }
 
+// verifyHint is what the operator should check after a failed signature
+// check, for the log only: the sender's answer does not name configuration.
+func verifyHint(err error) error {
+	switch {
+	case errors.Is(err, signature.ErrMismatch):
+		return errors.New("no secret of this source matches: compare its secret (or secret_env) with the sender's signing secret")
+	case errors.Is(err, signature.ErrTimestamp):
+		return errors.New("check the sender's and this host's clocks, or raise the source's tolerance")
+	}
+	return nil
+}
+
 // read reads, verifies and identifies a request. It returns nil, nil when
 // it has answered the request itself.
 func (s *Server) read(w http.ResponseWriter, r *http.Request, src *Source, name string) (*Event, error) {
@@ -270,7 +282,7 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request, src *Source, name 
 	now := s.cfg.Now()
 	if src.Verifier != nil {
 		if err := src.Verifier.Verify(r.Header, body, now); err != nil {
-			return nil, &Error{Status: http.StatusUnauthorized, Msg: "signature check failed: " + err.Error()}
+			return nil, &Error{Status: http.StatusUnauthorized, Msg: "signature check failed: " + err.Error(), Err: verifyHint(err)}
 		}
 	}
 	var doc any

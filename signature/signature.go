@@ -35,9 +35,9 @@ var (
 	ErrMalformed = errors.New("signature malformed")
 	// ErrMismatch: the header is well formed but no secret produced a
 	// matching signature.
-	ErrMismatch = errors.New("signature mismatch: no configured secret matches (check the source's secret or secret_env)")
+	ErrMismatch = errors.New("signature mismatch")
 	// ErrTimestamp: the signed timestamp is outside the tolerance.
-	ErrTimestamp = errors.New("timestamp outside the tolerance (check the sender's and this host's clocks, or the source's tolerance)")
+	ErrTimestamp = errors.New("signature timestamp outside the tolerance")
 )
 
 // defaultTolerance is the accepted clock difference for schemes that sign a
