@@ -80,12 +80,12 @@ func (b *benchCmd) run(ctx context.Context, args []string) error {
 	fs.DurationVar(&b.duration, "duration", 5*time.Second, "load time per server per round")
 	fs.IntVar(&b.rounds, "rounds", 3, "rounds; each runs every server once, in turn")
 	fs.Float64Var(&b.rate, "rate", 1000, "requests a second in rate mode")
-	fs.IntVar(&b.prefill, "prefill", 0, "ingest mode: also measure a store holding this many events")
+	fs.IntVar(&b.prefill, "prefill", 0, "ingest and rate modes: also measure a store holding this many events")
 	fs.IntVar(&b.backlog, "backlog", 20000, "e2e mode: queued deliveries to drain")
-	fs.IntVar(&b.bodySize, "body-size", 1024, "request body bytes")
+	fs.IntVar(&b.bodySize, "body-size", 1024, "request body size in bytes (at least the ~330 of the JSON skeleton)")
 	fs.IntVar(&b.workers, "workers", 4, "delivery workers (e2e, command); also the raw fork/exec concurrency")
 	fs.BoolVar(&b.asJSON, "json", false, "one JSON object a line instead of tables")
-	fs.StringVar(&b.cpuprofile, "cpuprofile", "", "write a CPU profile of the last round's hookbox server to this file (e2e: the backlog drain's to FILE.backlog)")
+	fs.StringVar(&b.cpuprofile, "cpuprofile", "", "write a CPU profile of the last round's hookbox server to this file (e2e: the hookbox+url server; the backlog drain's to FILE.backlog)")
 	if err := b.parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -118,9 +118,16 @@ func (b *benchCmd) run(ctx context.Context, args []string) error {
 	}
 	var err error
 	if b.dir, err = os.MkdirTemp("", "hookbox-bench-"); err != nil {
-		return fmt.Errorf("bench: %w", err)
+		return fmt.Errorf("bench: create a directory for the stores under $TMPDIR: %w", err)
 	}
 	defer os.RemoveAll(b.dir)
+	if b.cpuprofile != "" {
+		// The profile is written by the last round's server: find out now,
+		// not after every round has run, that it cannot be.
+		if err := checkWritable(b.cpuprofile); err != nil {
+			return fmt.Errorf("bench: --cpuprofile: %w", err)
+		}
+	}
 	b.req = bench.NewGitHubRequest(benchSecret, b.bodySize)
 	b.runID = strconv.FormatInt(time.Now().UnixNano(), 36)
 	b.metrics = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil}}
@@ -425,7 +432,7 @@ func (b *benchCmd) measureDelivered(ctx context.Context, round int, cfg, store s
 	stopSampling()
 	delivered, last := sink.Counts()
 	if !all {
-		return fmt.Errorf("%s: only %d of %d accepted events were delivered within %s of the load's end%s",
+		return fmt.Errorf("%s: only %d of %d accepted events were delivered within %s of the load's end (60s + 10 × --duration)%s",
 			name, delivered, st.OK, 60*time.Second+10*b.duration, serverSaid(child))
 	}
 	row.Values["delivered_per_s"] = float64(delivered) / last.Sub(start).Seconds()
@@ -456,11 +463,7 @@ func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []str
 	for _, f := range started {
 		f(child.Addr)
 	}
-	atStart, err := bench.ReadProc(child.Pid())
-	if err != nil {
-		return err
-	}
-	selfStart, err := bench.SelfCPU()
+	atStart, selfStart, err := procUsage(child)
 	if err != nil {
 		return err
 	}
@@ -473,13 +476,10 @@ func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []str
 		return n >= int64(events)
 	})
 	if !ok {
-		return fmt.Errorf("%s: only %d of %d deliveries done within %s%s", name, n, events, 60*time.Second+10*b.duration, serverSaid(child))
+		return fmt.Errorf("%s: only %d of %d deliveries done within %s (60s + 10 × --duration; lower --backlog or raise --duration on a slow machine)%s",
+			name, n, events, 60*time.Second+10*b.duration, serverSaid(child))
 	}
-	ps, err := bench.ReadProc(child.Pid())
-	if err != nil {
-		return err
-	}
-	self, err := bench.SelfCPU()
+	ps, self, err := procUsage(child)
 	if err != nil {
 		return err
 	}
@@ -503,6 +503,26 @@ func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []str
 	return nil
 }
 
+// checkWritable creates path (empty) and removes it again.
+func checkWritable(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(path)
+}
+
+// procUsage reads the server's memory and CPU and this process's CPU.
+func procUsage(child *bench.Child) (bench.ProcStatus, time.Duration, error) {
+	ps, err := bench.ReadProc(child.Pid())
+	if err != nil {
+		return ps, 0, err
+	}
+	self, err := bench.SelfCPU()
+	return ps, self, err
+}
+
 // attemptSpan reads from the store at path when its first attempt started
 // and its last one ended: the drain's own time, without the server's start
 // or the polling that noticed the end.
@@ -512,15 +532,14 @@ func attemptSpan(ctx context.Context, path string) (first, last time.Time, err e
 		return first, last, err
 	}
 	defer db.Close()
-	var startMS, endUS sql.NullInt64
-	err = db.Reader().QueryRowContext(ctx, `SELECT MIN(started_at), MAX(started_at * 1000 + duration_us) FROM attempts`).Scan(&startMS, &endUS)
+	first, last, ok, err := queue.New(db).AttemptSpan(ctx)
 	if err != nil {
-		return first, last, fmt.Errorf("read attempt times: %w", err)
+		return first, last, err
 	}
-	if !startMS.Valid || endUS.Int64 <= startMS.Int64*1000 {
+	if !ok || !last.After(first) {
 		return first, last, errors.New("read attempt times: no attempts recorded")
 	}
-	return time.UnixMilli(startMS.Int64), time.UnixMicro(endUS.Int64), nil
+	return first, last, nil
 }
 
 // fill writes events straight into a new store at path, in large
@@ -560,7 +579,7 @@ func (b *benchCmd) fill(ctx context.Context, path string, events int, targets []
 		})
 		if err != nil {
 			db.Close()
-			return fmt.Errorf("prefill: %w", err)
+			return fmt.Errorf("fill %s with %d events: %w (stores go under $TMPDIR: is that disk full?)", path, events, err)
 		}
 		done += k
 		el := time.Since(start).Seconds()

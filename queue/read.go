@@ -84,6 +84,20 @@ func (q *Queue) Attempts(ctx context.Context, delivery int64) ([]Attempt, error)
 	return out, rows.Err()
 }
 
+// AttemptSpan returns when the first recorded attempt started and when the
+// last one ended, or ok false if none is recorded.
+func (q *Queue) AttemptSpan(ctx context.Context) (first, last time.Time, ok bool, err error) {
+	var startMS, endUS sql.NullInt64
+	err = q.db.Reader().QueryRowContext(ctx, `SELECT MIN(started_at), MAX(started_at * 1000 + duration_us) FROM attempts`).Scan(&startMS, &endUS)
+	if err != nil {
+		return first, last, false, fmt.Errorf("read attempt times: %w", err)
+	}
+	if !startMS.Valid {
+		return first, last, false, nil
+	}
+	return time.UnixMilli(startMS.Int64), time.UnixMicro(endUS.Int64), true, nil
+}
+
 // DeadLetter is a row of the dead-letter table.
 type DeadLetter struct {
 	ID        int64
