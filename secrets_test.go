@@ -114,6 +114,10 @@ timeout = "5s"
 		switch p.source {
 		case "stripe":
 			b.WriteString("secret_env = \"SX_STRIPE_SECRET\"\n")
+		case "standard":
+			// From the environment too: a read command run without it must
+			// not check (and fail on) the whsec_ format of an unset secret.
+			b.WriteString("secret_env = \"SX_STANDARD_SECRET\"\n")
 		case "hmac":
 			fmt.Fprintf(&b, "secret = %q\nheader = \"X-Signature\"\nprefix = \"sha256=\"\nevent_id = \"json:id\"\n", p.secret)
 		case "token":
@@ -152,8 +156,11 @@ func sxBody(id string) []byte {
 // only there.
 func TestSecrets_NotInLogsOrErrors(t *testing.T) {
 	for _, p := range sxPresets {
-		if p.source == "stripe" {
+		switch p.source {
+		case "stripe":
 			t.Setenv("SX_STRIPE_SECRET", p.secret)
+		case "standard":
+			t.Setenv("SX_STANDARD_SECRET", p.secret)
 		}
 	}
 	closed := sxClosedAddr(t)

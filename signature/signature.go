@@ -199,7 +199,7 @@ func decodeWhsec(s string) ([]byte, error) {
 	if err != nil {
 		// The base64 error quotes an offset, not the input, but keep the
 		// message fixed so no part of the secret can ever reach a log.
-		return nil, errors.New("not standard base64 after the whsec_ prefix")
+		return nil, errors.New("want whsec_ followed by base64, exactly as the sender's dashboard shows it")
 	}
 	if len(k) == 0 {
 		return nil, errors.New("empty key after the whsec_ prefix")
