@@ -97,9 +97,6 @@ func (c *cli) flags(name string) *flag.FlagSet {
 	return fs
 }
 
-// argWanted names the argument a command takes, for the error when it is missing.
-var argWanted = map[string]string{"event": "the event's ID (the ID column of hookbox events)"}
-
 // parse parses flags and checks the number of positional arguments (-1: any).
 func (c *cli) parse(fs *flag.FlagSet, args []string, nargs int) error {
 	if err := fs.Parse(args); err != nil {
@@ -108,9 +105,6 @@ func (c *cli) parse(fs *flag.FlagSet, args []string, nargs int) error {
 	if nargs >= 0 && fs.NArg() != nargs {
 		if fs.NArg() > nargs {
 			return &usageError{fmt.Sprintf("%s: unexpected argument %q (flags go before arguments)", fs.Name(), fs.Arg(nargs))}
-		}
-		if what, ok := argWanted[fs.Name()]; ok {
-			return &usageError{fmt.Sprintf("%s: missing %s", fs.Name(), what)}
 		}
 		return &usageError{fmt.Sprintf("%s: missing argument", fs.Name())}
 	}
@@ -315,8 +309,15 @@ func (c *cli) event(ctx context.Context, args []string) error {
 	path := fs.String("config", "", "config file (default $HOOKBOX_CONFIG)")
 	body := fs.Bool("body", false, "write the raw body bytes exactly, nothing else")
 	asJSON := fs.Bool("json", false, "one JSON object")
-	if err := c.parse(fs, args, 1); err != nil {
+	if err := c.parse(fs, args, -1); err != nil {
 		return err
+	}
+	switch fs.NArg() {
+	case 0:
+		return &usageError{"event: missing the event's ID (the ID column of hookbox events)"}
+	case 1:
+	default:
+		return &usageError{fmt.Sprintf("event: unexpected argument %q (flags go before arguments)", fs.Arg(1))}
 	}
 	id, err := strconv.ParseInt(fs.Arg(0), 10, 64)
 	if err != nil || id <= 0 {

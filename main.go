@@ -355,10 +355,8 @@ func isTerminal(f *os.File) bool {
 // process. (Not on the database file itself: closing any descriptor of that
 // file would drop SQLite's own POSIX locks.)
 func lockStore(path string) (*os.File, error) {
-	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o750); err != nil {
-			return nil, fmt.Errorf("lock store: %w", err)
-		}
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, fmt.Errorf("lock store: %w", err)
 	}
 	f, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {

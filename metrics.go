@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -68,9 +69,11 @@ func (m *Metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	fmt.Fprintf(w, "# HELP hookbox_dead_total Deliveries that went dead since start.\n# TYPE hookbox_dead_total counter\nhookbox_dead_total %d\n", m.Dead.Load())
 	m.mu.Lock()
-	delivered := m.count
+	count, sum, buckets := m.count, m.sum, slices.Clone(m.buckets)
 	m.mu.Unlock()
-	fmt.Fprintf(w, "# HELP hookbox_delivered_total Deliveries that succeeded since start.\n# TYPE hookbox_delivered_total counter\nhookbox_delivered_total %d\n", delivered)
+	// The same count as hookbox_receive_to_done_seconds_count, under the
+	// name a dashboard looks for.
+	fmt.Fprintf(w, "# HELP hookbox_delivered_total Deliveries that succeeded since start.\n# TYPE hookbox_delivered_total counter\nhookbox_delivered_total %d\n", count)
 	fmt.Fprintf(w, "# HELP hookbox_deliveries Deliveries queued (pending, running, retrying) or dead in the store.\n# TYPE hookbox_deliveries gauge\n")
 	statuses := make([]string, 0, len(st.ByStatus))
 	for s := range st.ByStatus {
@@ -85,11 +88,9 @@ func (m *Metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		age = m.now().Sub(st.OldestQueued).Seconds()
 	}
 	fmt.Fprintf(w, "# HELP hookbox_oldest_queued_seconds Age of the oldest delivery not yet done or dead.\n# TYPE hookbox_oldest_queued_seconds gauge\nhookbox_oldest_queued_seconds %.3f\n", age)
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	fmt.Fprintf(w, "# HELP hookbox_receive_to_done_seconds Time from receipt to successful delivery.\n# TYPE hookbox_receive_to_done_seconds histogram\n")
 	for i, b := range latencyBuckets {
-		fmt.Fprintf(w, "hookbox_receive_to_done_seconds_bucket{le=\"%g\"} %d\n", b, m.buckets[i])
+		fmt.Fprintf(w, "hookbox_receive_to_done_seconds_bucket{le=\"%g\"} %d\n", b, buckets[i])
 	}
-	fmt.Fprintf(w, "hookbox_receive_to_done_seconds_bucket{le=\"+Inf\"} %d\nhookbox_receive_to_done_seconds_sum %g\nhookbox_receive_to_done_seconds_count %d\n", m.count, m.sum, m.count)
+	fmt.Fprintf(w, "hookbox_receive_to_done_seconds_bucket{le=\"+Inf\"} %d\nhookbox_receive_to_done_seconds_sum %g\nhookbox_receive_to_done_seconds_count %d\n", count, sum, count)
 }
