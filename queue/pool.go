@@ -105,7 +105,6 @@ type Pool struct {
 	// is not yet committed; claims skip them.
 	mu       sync.Mutex
 	inflight map[int64]struct{}
-	stopping bool
 
 	stopClaim context.CancelFunc
 	stopRun   context.CancelFunc
@@ -184,10 +183,20 @@ func (p *Pool) Stop() {
 		}
 		p.stopClaim()
 		p.dispatch.Wait()
-		p.mu.Lock()
-		p.stopping = true
-		p.mu.Unlock()
+		// Jobs claimed ahead that no worker has taken go back to the queue
+		// as they were, in one write; the workers finish what they hold.
+		var unstarted []*Job
+	drain:
+		for {
+			select {
+			case j := <-p.jobs:
+				unstarted = append(unstarted, j)
+			default:
+				break drain
+			}
+		}
 		close(p.jobs)
+		p.unclaim(unstarted)
 		done := make(chan struct{})
 		go func() { p.wg.Wait(); close(done) }()
 		select {
@@ -210,8 +219,7 @@ func (p *Pool) dispatcher(ctx context.Context) {
 		// pool holds (waiting, running, or finished but not yet committed)
 		// never exceeds the prefetch room plus one job a worker: that is
 		// also all a crash can leave running.
-		held := p.running()
-		free := min(cap(p.jobs)-len(p.jobs), cap(p.jobs)+p.cfg.Workers-len(held))
+		free := min(cap(p.jobs)-len(p.jobs), cap(p.jobs)+p.cfg.Workers-p.holding())
 		if free <= 0 || (free < cap(p.jobs)/2 && len(p.jobs) > 0) {
 			select {
 			case <-p.taken:
@@ -220,7 +228,7 @@ func (p *Pool) dispatcher(ctx context.Context) {
 				return
 			}
 		}
-		jobs, err := p.q.ClaimExcept(ctx, free, p.cfg.Lease, p.cfg.Now(), held)
+		jobs, err := p.q.ClaimExcept(ctx, free, p.cfg.Lease, p.cfg.Now(), p.running())
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -246,6 +254,13 @@ func (p *Pool) dispatcher(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// holding counts the deliveries this pool holds.
+func (p *Pool) holding() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.inflight)
 }
 
 // running lists the deliveries this pool holds.
@@ -308,25 +323,23 @@ func (p *Pool) worker() {
 		case p.taken <- struct{}{}:
 		default:
 		}
-		p.mu.Lock()
-		stopping := p.stopping
-		p.mu.Unlock()
-		if stopping {
-			p.unclaim(j)
-			continue
-		}
 		p.run(j)
 	}
 }
 
-// unclaim returns a job that never started to the queue.
-func (p *Pool) unclaim(j *Job) {
+// unclaim returns jobs that never started to the queue.
+func (p *Pool) unclaim(jobs []*Job) {
+	if len(jobs) == 0 {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := p.q.Unclaim(ctx, []*Job{j}, p.cfg.Now()); err != nil {
-		p.log.Error().Err(err).Int64("delivery", j.Delivery).Msg("could not return an unstarted job; it runs after the next start")
+	if err := p.q.Unclaim(ctx, jobs, p.cfg.Now()); err != nil {
+		p.log.Error().Err(err).Int("deliveries", len(jobs)).Msg("could not return unstarted jobs to the queue; they run again once their lease passes (at the latest after the next start)")
 	}
-	p.finished(j.Delivery)
+	for _, j := range jobs {
+		p.finished(j.Delivery)
+	}
 }
 
 func (p *Pool) run(j *Job) {
@@ -446,7 +459,7 @@ func (p *Pool) keepLease(j *Job) (stop func()) {
 				return
 			}
 			if err != nil {
-				jobLog(p.log.Error(), j).Err(err).Msg("renew lease failed; will retry")
+				jobLog(p.log.Error(), j).Err(err).Msg("renew lease failed; retrying every third of the lease: if it keeps failing, the lease runs out and another worker may run this delivery again")
 			}
 		}
 	})

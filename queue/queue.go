@@ -10,9 +10,9 @@ package queue
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -178,14 +178,7 @@ func (q *Queue) Claim(ctx context.Context, n int, lease time.Duration, now time.
 // same pair never runs twice at once.
 func (q *Queue) ClaimExcept(ctx context.Context, n int, lease time.Duration, now time.Time, skip []int64) ([]*Job, error) {
 	var jobs []*Job
-	skipJSON := "[]"
-	if len(skip) > 0 {
-		b, err := json.Marshal(skip)
-		if err != nil {
-			return nil, fmt.Errorf("claim deliveries: %w", err)
-		}
-		skipJSON = string(b)
-	}
+	skipJSON := idList(skip)
 	wctx := context.WithoutCancel(ctx) // see dedupe.Ingest: no watcher goroutine per statement
 	err := q.db.Write(ctx, func(tx *sql.Tx) error {
 		ctx := wctx
@@ -237,6 +230,20 @@ const (
 		WHERE id IN (SELECT value FROM json_each(?))`
 )
 
+// idList is ids as a JSON array for json_each: "[]", never "null", for
+// none (NOT IN a NULL would leave nothing).
+func idList(ids []int64) string {
+	b := make([]byte, 0, 2+len(ids)*8)
+	b = append(b, '[')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
+	}
+	return string(append(b, ']'))
+}
+
 // loadEvents fills in the events of jobs with one query.
 func (q *Queue) loadEvents(ctx context.Context, tx *sql.Tx, jobs []*Job) error {
 	if len(jobs) == 0 {
@@ -250,15 +257,12 @@ func (q *Queue) loadEvents(ctx context.Context, tx *sql.Tx, jobs []*Job) error {
 		}
 		byEvent[j.Event] = append(byEvent[j.Event], j)
 	}
-	list, err := json.Marshal(ids)
-	if err != nil {
-		return err
-	}
+	list := idList(ids)
 	load, err := q.db.Stmt(ctx, tx, loadEventsSQL)
 	if err != nil {
 		return err
 	}
-	rows, err := load.QueryContext(ctx, string(list))
+	rows, err := load.QueryContext(ctx, list)
 	if err != nil {
 		return fmt.Errorf("load events: %w", err)
 	}
@@ -282,8 +286,8 @@ func (q *Queue) loadEvents(ctx context.Context, tx *sql.Tx, jobs []*Job) error {
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("load events: %w", err)
 	}
-	for id := range byEvent {
-		return fmt.Errorf("load events: event %d is gone", id)
+	for id, js := range byEvent {
+		return fmt.Errorf("load events: delivery %d refers to event %d, which is not in the store (was the file edited by hand? `sqlite3 STORE 'PRAGMA foreign_key_check'` lists such rows)", js[0].Delivery, id)
 	}
 	return nil
 }
@@ -315,17 +319,10 @@ func (q *Queue) Unclaim(ctx context.Context, jobs []*Job, now time.Time) error {
 // deliveries it holds: their leases may pass while they wait or run, but a
 // claim would skip them, so they are no reason to wake.
 func (q *Queue) NextDue(ctx context.Context, except []int64) (time.Time, bool, error) {
-	skip := []byte("[]") // not "null": NOT IN a NULL would leave nothing
-	var err error
-	if len(except) > 0 {
-		if skip, err = json.Marshal(except); err != nil {
-			return time.Time{}, false, fmt.Errorf("next due: %w", err)
-		}
-	}
 	var at int64
-	err = q.db.Reader().QueryRowContext(ctx, `SELECT run_at FROM deliveries INDEXED BY deliveries_due
+	err := q.db.Reader().QueryRowContext(ctx, `SELECT run_at FROM deliveries INDEXED BY deliveries_due
 		WHERE `+dueCondition+` AND id NOT IN (SELECT value FROM json_each(?))
-		ORDER BY run_at LIMIT 1`, string(skip)).Scan(&at)
+		ORDER BY run_at LIMIT 1`, idList(except)).Scan(&at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return time.Time{}, false, nil
 	}

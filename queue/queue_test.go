@@ -436,7 +436,29 @@ func TestPool_StopReturnsUnstartedJobs(t *testing.T) {
 	}
 	stopped := make(chan struct{})
 	go func() { p.Stop(); close(stopped) }()
-	time.Sleep(200 * time.Millisecond) // let Stop stop claiming before the attempt ends
+	// Stop returns the waiting jobs while the running attempt still runs.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		byEvent, err := q.Deliveries(context.Background(), ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pending := 0
+		for _, ds := range byEvent {
+			for _, d := range ds {
+				if d.Status == queue.Pending {
+					pending++
+				}
+			}
+		}
+		if pending == n-1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d waiting jobs returned to the queue while the attempt ran", pending, n-1)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	close(release)
 	select {
 	case <-stopped:
