@@ -1,19 +1,13 @@
 package main
 
 import (
-	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -129,8 +123,6 @@ func crashLoad(addr string, cycle, workers int, stop <-chan struct{}) loadOutcom
 
 func postGitHub(client *http.Client, addr, id string) (int, string, error) {
 	body := fmt.Sprintf(`{"action":"opened","delivery":%q,"pad":%q}`, id, strings.Repeat("x", 64+rand.IntN(512)))
-	mac := hmac.New(sha256.New, []byte(crashSecret))
-	mac.Write([]byte(body))
 	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/hooks/github", strings.NewReader(body))
 	if err != nil {
 		return 0, "", err
@@ -138,7 +130,7 @@ func postGitHub(client *http.Client, addr, id string) (int, string, error) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-GitHub-Event", "pull_request")
 	req.Header.Set("X-GitHub-Delivery", id)
-	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+	req.Header.Set("X-Hub-Signature-256", githubSig(crashSecret, []byte(body)))
 	resp, err := client.Do(req)
 	if err != nil {
 		return 0, "", err
@@ -149,24 +141,6 @@ func postGitHub(client *http.Client, addr, id string) (int, string, error) {
 		return 0, "", err
 	}
 	return resp.StatusCode, string(b), nil
-}
-
-// crashEvents runs `hookbox events --json` (with extra flags) and returns the
-// event lines.
-func crashEvents(tb testing.TB, bin, cfg string, extra ...string) []eventLine {
-	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	args := append([]string{"events", "--config", cfg, "--json", "--limit", "0"}, extra...)
-	out, err := exec.CommandContext(ctx, bin, args...).Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			tb.Fatalf("hookbox %s: %v\n%s", strings.Join(args, " "), err, ee.Stderr)
-		}
-		tb.Fatalf("hookbox %s: %v", strings.Join(args, " "), err)
-	}
-	return jsonLines[eventLine](tb, string(out))
 }
 
 // integrityCheck opens the database file on its own and runs PRAGMA
@@ -300,7 +274,7 @@ timeout = "5s"
 		// What the killed process left running can run again after the
 		// restart: that is the bound on duplicate deliveries.
 		running := 0
-		for _, e := range crashEvents(t, bin, cfg, "--status", queue.Running) {
+		for _, e := range binEvents(t, bin, cfg, "--status", queue.Running) {
 			for _, d := range e.Deliveries {
 				if d.Status == queue.Running {
 					running++
@@ -322,7 +296,7 @@ timeout = "5s"
 	var events []eventLine
 	waitFor(t, 120*time.Second, "every delivery to be done", func() bool {
 		time.Sleep(200 * time.Millisecond)
-		events = crashEvents(t, bin, cfg)
+		events = binEvents(t, bin, cfg)
 		for _, e := range events {
 			if len(e.Deliveries) != 1 || e.Deliveries[0].Status != queue.Done {
 				return false

@@ -178,19 +178,12 @@ func waitStatus(tb testing.TB, tm *testMain, row int64, target, status string, w
 // cliRun runs a hookbox command against dir's store, as a user would.
 func cliRun(tb testing.TB, dir string, args ...string) string {
 	tb.Helper()
-	cfg := filepath.Join(dir, "cli.toml")
-	if _, err := os.Stat(cfg); err != nil {
-		text := fmt.Sprintf("[store]\npath = %q\n", filepath.Join(dir, "hookbox.db"))
-		if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
-			tb.Fatal(err)
-		}
+	full := append([]string{args[0], "--config", storeConfig(tb, dir)}, args[1:]...)
+	stdout, stderr, err := runCLI(tb, full...)
+	if err != nil {
+		tb.Fatalf("hookbox %s: %v\n%s", strings.Join(full, " "), err, stderr)
 	}
-	var stdout, stderr bytes.Buffer
-	full := append([]string{args[0], "--config", cfg}, args[1:]...)
-	if err := run(context.Background(), full, strings.NewReader(""), &stdout, &stderr, func(string) string { return "" }); err != nil {
-		tb.Fatalf("hookbox %s: %v\n%s", strings.Join(full, " "), err, stderr.String())
-	}
-	return stdout.String()
+	return stdout
 }
 
 // eventDetail is `hookbox event --json ID`.
@@ -291,6 +284,9 @@ env = { OUT = %q }
 	row := eventRow(t, tm, "shop", "evt_1")
 	waitStatus(t, tm, row, "web", queue.Done, 5*time.Second)
 	waitStatus(t, tm, row, "script", queue.Done, 5*time.Second)
+	if got := cliEvent(t, tm.Dir, row).ContentType; got != contentType {
+		t.Errorf("hookbox event shows content type %q, want %q", got, contentType)
+	}
 
 	t.Run("URL", func(t *testing.T) {
 		hits := web.Hits()
@@ -474,6 +470,9 @@ env = { OUT = %q }
 		t.Errorf("command effects=%q, want [evt_b] once", got)
 	}
 	e := cliEvent(t, tm.Dir, row)
+	if len(e.Deliveries) != 2 {
+		t.Fatalf("event shows %d deliveries, want web and script", len(e.Deliveries))
+	}
 	for _, d := range e.Deliveries {
 		if len(d.History) != 2 || d.History[0].Outcome != "failed" || d.History[1].Outcome != "ok" {
 			t.Errorf("%s history=%+v, want failed then ok", d.Target, d.History)
@@ -851,7 +850,11 @@ events = ["invoice.*"]
 	if got := seen(all); len(got) != 2 {
 		t.Errorf("unfiltered target saw %v, want both events", got)
 	}
-	for _, e := range jsonLines[eventLine](t, cliRun(t, tm.Dir, "events", "--json")) {
+	lines := jsonLines[eventLine](t, cliRun(t, tm.Dir, "events", "--json"))
+	if len(lines) != 2 {
+		t.Fatalf("events --json listed %d events, want 2", len(lines))
+	}
+	for _, e := range lines {
 		var targets []string
 		for _, d := range e.Deliveries {
 			targets = append(targets, d.Target+":"+d.Status)
@@ -955,7 +958,8 @@ func buildHookbox(tb testing.TB) string {
 	return b.path
 }
 
-// freeAddr returns a loopback address with a port that was free a moment ago.
+// freeAddr returns a loopback address with a port that was free a moment
+// ago: where nothing listens.
 func freeAddr(tb testing.TB) string {
 	tb.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -1027,18 +1031,20 @@ func (p *serveProc) post(tb testing.TB, id string) {
 	}
 }
 
-// binEvents runs `hookbox events --json` with the binary.
-func binEvents(tb testing.TB, bin, cfg string) []eventLine {
+// binEvents runs `hookbox events --json --limit 0` (every event, with extra
+// flags) with the binary.
+func binEvents(tb testing.TB, bin, cfg string, extra ...string) []eventLine {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, "events", "--config", cfg, "--json").Output()
+	args := append([]string{"events", "--config", cfg, "--json", "--limit", "0"}, extra...)
+	out, err := exec.CommandContext(ctx, bin, args...).Output()
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
-			tb.Fatalf("hookbox events: %v\n%s", err, ee.Stderr)
+			tb.Fatalf("hookbox %s: %v\n%s", strings.Join(args, " "), err, ee.Stderr)
 		}
-		tb.Fatalf("hookbox events: %v", err)
+		tb.Fatalf("hookbox %s: %v", strings.Join(args, " "), err)
 	}
 	return jsonLines[eventLine](tb, string(out))
 }
@@ -1187,6 +1193,9 @@ func TestServe_SIGTERMReleasesRunning(t *testing.T) {
 		t.Fatalf("runs=%q, want only the interrupted start", got)
 	}
 	events := binEvents(t, bin, cfg)
+	if len(events) != 1 {
+		t.Fatalf("%d events stored, want 1", len(events))
+	}
 	raw, err := exec.Command(bin, "event", "--config", cfg, "--json", strconv.FormatInt(events[0].ID, 10)).Output()
 	if err != nil {
 		t.Fatalf("hookbox event: %v", err)
@@ -1194,6 +1203,9 @@ func TestServe_SIGTERMReleasesRunning(t *testing.T) {
 	var detail eventDetail
 	if err := json.Unmarshal(raw, &detail); err != nil {
 		t.Fatalf("decode event --json: %v", err)
+	}
+	if len(detail.Deliveries) != 1 {
+		t.Fatalf("event shows %d deliveries, want 1", len(detail.Deliveries))
 	}
 	if h := detail.Deliveries[0].History; len(h) != 1 || h[0].Outcome != "interrupted" {
 		t.Errorf("attempts after SIGTERM=%+v, want one interrupted", h)

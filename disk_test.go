@@ -87,17 +87,6 @@ func TestDisk_FullThenRecovers(t *testing.T) {
 
 	acked := map[string][]byte{}
 	var refused []string
-	healthz := func() {
-		t.Helper()
-		resp, err := client.Get(tm.URL + "/healthz")
-		if err != nil {
-			t.Fatalf("healthz: %v", err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("healthz=%d, want 200", resp.StatusCode)
-		}
-	}
 
 	// Fill: four senders at once (so failed commits hit shared batches
 	// too) post until a dozen answers were 503, each bounded in count.
@@ -147,7 +136,7 @@ func TestDisk_FullThenRecovers(t *testing.T) {
 	if len(refused) < 12 {
 		t.Fatalf("%d answers 503 after 1000 posts of 8–32 KiB on a %d MiB disk, want 12", len(refused), size>>20)
 	}
-	healthz()
+	hxHealthy(t, tm)
 	stored := storedIDs(t, tm)
 	for _, id := range refused {
 		if stored[id] {
@@ -195,7 +184,7 @@ func TestDisk_FullThenRecovers(t *testing.T) {
 		}
 		acked[id] = body
 	}
-	healthz()
+	hxHealthy(t, tm)
 
 	// Every 200 is stored, byte-exact.
 	list, err := tm.Events.List(ctx, dedupe.Filter{})

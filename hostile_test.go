@@ -81,7 +81,7 @@ func hxStripeV1(t string, body []byte) string {
 
 // hxGitHubSig is the X-Hub-Signature-256 value GitHub sends.
 func hxGitHubSig(body []byte) string {
-	return "sha256=" + hex.EncodeToString(hxMAC(sha256.New, []byte(hxGitHubSecret), string(body)))
+	return githubSig(hxGitHubSecret, body)
 }
 
 // hxStandardSig is the base64 signature Standard Webhooks sends after "v1,".
@@ -100,7 +100,7 @@ func hxSlackSig(ts string, body []byte) string {
 
 // hxHMACSig is the X-Signature value of the generic hmac source.
 func hxHMACSig(body []byte) string {
-	return "sha256=" + hex.EncodeToString(hxMAC(sha256.New, []byte(hxHMACSecret), string(body)))
+	return githubSig(hxHMACSecret, body) // the same scheme: HMAC-SHA256, hex, "sha256="
 }
 
 // hxReq is an HTTP/1.1 request written by hand, so that it can carry what

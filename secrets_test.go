@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -129,18 +128,6 @@ timeout = "5s"
 	return b.String()
 }
 
-// sxClosedAddr is a loopback address where nothing listens.
-func sxClosedAddr(tb testing.TB) string {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // sxBody is an event body whose id (for presets that read it from JSON)
 // is id.
 func sxBody(id string) []byte {
@@ -163,7 +150,7 @@ func TestSecrets_NotInLogsOrErrors(t *testing.T) {
 			t.Setenv("SX_STANDARD_SECRET", p.secret)
 		}
 	}
-	closed := sxClosedAddr(t)
+	closed := freeAddr(t)
 	cfgText := sxConfig(closed)
 	tm := MustRunMain(t, cfgText, "", func(m *Main) { m.AlertBackoff = 10 * time.Millisecond })
 

@@ -345,6 +345,12 @@ func testOutlastingLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Stop()
+	// Twice the lease into the attempt, a claim from outside this pool (its
+	// own workers skip what it holds anyway) finds the lease renewed.
+	time.Sleep(600 * time.Millisecond)
+	if jobs, err := q.Claim(context.Background(), 10, 300*time.Millisecond, time.Now()); err != nil || len(jobs) != 0 {
+		t.Errorf("a claim while the attempt ran took %d job(s) (%v): its lease was not renewed", len(jobs), err)
+	}
 	waitStatus(t, q, ev, queue.Done)
 	p.Stop()
 	mu.Lock()

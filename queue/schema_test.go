@@ -68,6 +68,10 @@ func TestStoreFromInListSchemaUpgrades(t *testing.T) {
 			t.Fatalf("%.40s: %v", stmt, err)
 		}
 	}
+	// The old schema does build them: the check below can see one.
+	if n, err := sqlplan.TemporaryTables(raw, doneSQL); err != nil || n == 0 {
+		t.Fatalf("the completion on the old schema: %d temporary b-tree(s) (%v), want some", n, err)
+	}
 	raw.Close()
 
 	db, err := store.Open(path, store.Options{Logger: zerolog.Nop()})
