@@ -597,3 +597,84 @@ func (s *syncBuilder) Write(p []byte) (int, error) {
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
+
+// A claim and a completion that share a group commit with a failing write
+// run again when the batch is redone write by write; what they report must
+// be what the second run did, not both runs.
+func TestQueue_RedoneBatchReportsOnce(t *testing.T) {
+	db, q, events := mustOpenDB(t, "sink")
+	ctx := context.Background()
+	now := time.Now()
+	var ids []int64
+	for i := range 3 {
+		ids = append(ids, mustIngest(t, events, fmt.Sprintf("evt_%d", i), now.Add(-time.Minute)))
+	}
+	// Hold the writer so that the next writes queue up into one batch.
+	hold, held := make(chan struct{}), make(chan struct{})
+	go db.Write(ctx, func(*sql.Tx) error { close(held); <-hold; return nil })
+	<-held
+	type claimed struct {
+		jobs []*queue.Job
+		err  error
+	}
+	claims := make(chan claimed, 1)
+	go func() {
+		jobs, err := q.Claim(ctx, 10, time.Minute, now)
+		claims <- claimed{jobs, err}
+	}()
+	failed := make(chan error, 1)
+	go func() {
+		failed <- db.Write(ctx, func(tx *sql.Tx) error {
+			_, err := tx.Exec(`INSERT INTO deliveries (event, target, status, run_at, created_at) VALUES (?, 'x', 'bogus', 0, 0)`, ids[0])
+			return err
+		})
+	}()
+	time.Sleep(50 * time.Millisecond) // both queued behind the held write
+	close(hold)
+	c := <-claims
+	if err := <-failed; err == nil {
+		t.Fatal("the bogus write succeeded; the batch was not redone")
+	}
+	if c.err != nil {
+		t.Fatal(c.err)
+	}
+	if len(c.jobs) != len(ids) {
+		t.Fatalf("claim returned %d jobs, want %d (one per delivery)", len(c.jobs), len(ids))
+	}
+	for _, j := range c.jobs {
+		// The token handed out is the one stored: completing with it works.
+		f := queue.Finish{Attempt: queue.Attempt{Number: j.Attempt, StartedAt: now, Outcome: "ok"}}
+		if err := q.Complete(ctx, j, f, now); err != nil {
+			t.Errorf("delivery %d: complete with the claimed token: %v", j.Delivery, err)
+		}
+		if d := mustDelivery(t, q, j.Event); d.Status != queue.Done || d.Attempts != 1 {
+			t.Errorf("delivery %d: %s after %d attempts, want done after 1", j.Delivery, d.Status, d.Attempts)
+		}
+	}
+}
+
+// A job claimed for a retry and returned unstarted goes back to retrying,
+// its attempt not counted.
+func TestQueue_UnclaimRetry(t *testing.T) {
+	q, events := MustOpen(t, "sink")
+	ctx := context.Background()
+	now := time.Now()
+	ev := mustIngest(t, events, "evt_u", now.Add(-time.Minute))
+	jobs, err := q.Claim(ctx, 1, time.Minute, now)
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("claim: %v %v", jobs, err)
+	}
+	f := queue.Finish{Attempt: queue.Attempt{Number: 1, StartedAt: now, Outcome: "failed", Error: "boom"}, Next: now}
+	if err := q.Complete(ctx, jobs[0], f, now); err != nil {
+		t.Fatal(err)
+	}
+	if jobs, err = q.Claim(ctx, 1, time.Minute, now); err != nil || len(jobs) != 1 || jobs[0].Attempt != 2 {
+		t.Fatalf("second claim: %+v %v, want attempt 2", jobs, err)
+	}
+	if err := q.Unclaim(ctx, jobs, now); err != nil {
+		t.Fatal(err)
+	}
+	if d := mustDelivery(t, q, ev); d.Status != queue.Retrying || d.Attempts != 1 {
+		t.Errorf("after unclaim: %s after %d attempts, want retrying after 1", d.Status, d.Attempts)
+	}
+}
