@@ -40,17 +40,7 @@ func BenchmarkExtractID(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				// A fresh lazy decoder per request, as read does.
-				var doc any
-				var docErr error
-				decoded := false
-				getDoc := func() (any, error) {
-					if !decoded {
-						doc, docErr = decodeJSON(benchBody)
-						decoded = true
-					}
-					return doc, docErr
-				}
-				if _, err := loc.extract(h, benchBody, getDoc, true); err != nil {
+				if _, err := loc.extract(h, benchBody, lazyDoc(benchBody), true); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -257,6 +257,21 @@ func (s *Server) source(name string) (*Source, error) {
 	return nil, &Error{Status: http.StatusNotFound, Msg: "unknown source " + strconv.Quote(name)}
 }
 
+// lazyDoc decodes body as JSON the first time it is asked, if ever: a
+// source whose id and type come from headers never pays for it.
+func lazyDoc(body []byte) func() (any, error) {
+	var doc any
+	var err error
+	decoded := false
+	return func() (any, error) {
+		if !decoded {
+			doc, err = decodeJSON(body)
+			decoded = true
+		}
+		return doc, err
+	}
+}
+
 // verifyHint is what the operator should check after a failed signature
 // check, for the log only: the sender's answer does not name configuration.
 func verifyHint(err error) error {
@@ -285,16 +300,7 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request, src *Source, name 
 			return nil, &Error{Status: http.StatusUnauthorized, Msg: "signature check failed: " + err.Error(), Err: verifyHint(err)}
 		}
 	}
-	var doc any
-	var docErr error
-	decoded := false
-	getDoc := func() (any, error) {
-		if !decoded {
-			doc, docErr = decodeJSON(body)
-			decoded = true
-		}
-		return doc, docErr
-	}
+	getDoc := lazyDoc(body)
 	if src.Slack {
 		if d, err := getDoc(); err == nil {
 			if m, ok := d.(map[string]any); ok && m["type"] == "url_verification" {
