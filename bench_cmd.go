@@ -168,7 +168,7 @@ func (b *benchCmd) ingest(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := b.measure(ctx, r, "hookbox", b.hookboxArgv(cfg, r), path); err != nil {
+		if err := b.measure(ctx, r, "hookbox", b.hookboxArgv(cfg, b.profile(r, "")), path); err != nil {
 			return err
 		}
 		if prefilled != "" {
@@ -176,7 +176,7 @@ func (b *benchCmd) ingest(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			if err := b.measure(ctx, r, "hookbox+prefill", b.hookboxArgv(cfg, 0), prefilled); err != nil {
+			if err := b.measure(ctx, r, "hookbox+prefill", b.hookboxArgv(cfg, ""), prefilled); err != nil {
 				return err
 			}
 		}
@@ -200,7 +200,7 @@ func (b *benchCmd) endToEnd(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := b.measure(ctx, r, "hookbox", b.hookboxArgv(cfg, 0), path); err != nil {
+		if err := b.measure(ctx, r, "hookbox", b.hookboxArgv(cfg, ""), path); err != nil {
 			return err
 		}
 
@@ -223,11 +223,8 @@ func (b *benchCmd) endToEnd(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		argv := b.hookboxArgv(cfg, 0)
-		if b.cpuprofile != "" && r == b.rounds {
-			argv = append(argv, "--cpuprofile", b.cpuprofile+".backlog")
-		}
-		if err := b.drain(ctx, r, "backlog", argv, path, b.backlog, true, func() int64 {
+		argv := b.hookboxArgv(cfg, b.profile(r, ".backlog"))
+		if err := b.drain(ctx, r, "backlog", argv, path, b.backlog, true, func(string) int64 {
 			n, _ := sink.Counts()
 			return n
 		}); err != nil {
@@ -272,25 +269,24 @@ func (b *benchCmd) command(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		var base string
 		var polled time.Time
 		var done int64
 		var scrapeErr error
-		if err := b.drain(ctx, r, "hookbox+command", b.hookboxArgv(cfg, r), path, events, false, func() int64 {
+		if err := b.drain(ctx, r, "hookbox+command", b.hookboxArgv(cfg, b.profile(r, "")), path, events, false, func(addr string) int64 {
 			// Poll gently: a scrape runs in the server under test, and
 			// the drain is timed from the store, not from these polls.
-			if base == "" || time.Since(polled) < 250*time.Millisecond {
+			if time.Since(polled) < 250*time.Millisecond {
 				return done
 			}
 			polled = time.Now()
-			st, err := bench.Deliveries(ctx, b.metrics, base)
+			n, err := bench.Delivered(ctx, b.metrics, "http://"+addr)
 			if err != nil {
 				scrapeErr = err
 				return done
 			}
-			done, scrapeErr = st["done"], nil
+			done, scrapeErr = n, nil
 			return done
-		}, func(addr string) { base = "http://" + addr }); err != nil {
+		}); err != nil {
 			if scrapeErr != nil {
 				return fmt.Errorf("%w (the last read of its /metrics failed: %v)", err, scrapeErr)
 			}
@@ -401,7 +397,7 @@ func (b *benchCmd) load(ctx context.Context, round int, name string, child *benc
 func (b *benchCmd) measureDelivered(ctx context.Context, round int, cfg, store string, sink *bench.Sink) error {
 	const name = "hookbox+url"
 	b.progress(fmt.Sprintf("round %d/%d  %s: starting", round, b.rounds, name))
-	child, err := bench.StartChild(ctx, b.hookboxArgv(cfg, round), b.serverEnv)
+	child, err := bench.StartChild(ctx, b.hookboxArgv(cfg, b.profile(round, "")), b.serverEnv)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
@@ -452,7 +448,7 @@ func (b *benchCmd) measureDelivered(ctx context.Context, round int, cfg, store s
 // deliveries, and waits until count says all are delivered; the rate is
 // events over the time from the first attempt's start to the last one's end,
 // as the store recorded them.
-func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []string, path string, events int, sinkHere bool, count func() int64, started ...func(addr string)) error {
+func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []string, path string, events int, sinkHere bool, count func(addr string) int64) error {
 	b.progress(fmt.Sprintf("round %d/%d  %s: draining %d events", round, b.rounds, name, events))
 	start := time.Now()
 	child, err := bench.StartChild(ctx, argv, b.serverEnv)
@@ -460,9 +456,6 @@ func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []str
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	defer child.Stop()
-	for _, f := range started {
-		f(child.Addr)
-	}
 	atStart, selfStart, err := procUsage(child)
 	if err != nil {
 		return err
@@ -471,7 +464,7 @@ func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []str
 	defer cancel()
 	var n int64
 	ok := bench.WaitFor(wait, func() bool {
-		n = count()
+		n = count(child.Addr)
 		b.progress(fmt.Sprintf("round %d/%d  %s: %d of %d delivered  %.1fs", round, b.rounds, name, n, events, time.Since(start).Seconds()))
 		return n >= int64(events)
 	})
@@ -632,13 +625,23 @@ func (b *benchCmd) bareArgv() []string {
 	return append(append([]string{}, b.serverArgv...), "bench-server", "--kind", "bare")
 }
 
-// hookboxArgv starts a hookbox server; the last round's carries --cpuprofile.
-func (b *benchCmd) hookboxArgv(cfg string, round int) []string {
+// hookboxArgv starts a hookbox server, writing a CPU profile to profile
+// unless it is "".
+func (b *benchCmd) hookboxArgv(cfg, profile string) []string {
 	argv := append(append([]string{}, b.serverArgv...), "bench-server", "--kind", "hookbox", "--config", cfg)
-	if b.cpuprofile != "" && round == b.rounds {
-		argv = append(argv, "--cpuprofile", b.cpuprofile)
+	if profile != "" {
+		argv = append(argv, "--cpuprofile", profile)
 	}
 	return argv
+}
+
+// profile is where round's server writes its CPU profile (with suffix):
+// only the last round's is kept, and only with --cpuprofile.
+func (b *benchCmd) profile(round int, suffix string) string {
+	if b.cpuprofile == "" || round != b.rounds {
+		return ""
+	}
+	return b.cpuprofile + suffix
 }
 
 // progress rewrites one status line on a terminal, or writes a line

@@ -199,49 +199,38 @@ func ForkExec(ctx context.Context, argv []string, workers int, d time.Duration) 
 	return n.Load(), time.Since(start), nil
 }
 
-// Deliveries reads hookbox's /metrics at base and returns deliveries by
-// status: queued and dead ones in the store, "done" since the server started.
-func Deliveries(ctx context.Context, client *http.Client, base string) (map[string]int64, error) {
+// Delivered reads from hookbox's /metrics at base how many deliveries
+// succeeded since the server started (hookbox_delivered_total).
+func Delivered(ctx context.Context, client *http.Client, base string) (int64, error) {
 	if err := CheckLoopback(base); err != nil {
-		return nil, err
+		return 0, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("read metrics: %w", err)
+		return 0, fmt.Errorf("read metrics: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("read metrics: status %d", resp.StatusCode)
+		return 0, fmt.Errorf("read metrics: status %d", resp.StatusCode)
 	}
-	out := map[string]int64{}
 	sc := bufio.NewScanner(io.LimitReader(resp.Body, 1<<20))
 	for sc.Scan() {
-		// Done deliveries are counted as they happen (the store does not
-		// count them per scrape).
 		if num, ok := strings.CutPrefix(sc.Text(), "hookbox_delivered_total "); ok {
-			if n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64); err == nil {
-				out["done"] = n
+			n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("read metrics: hookbox_delivered_total %q: %w", num, err)
 			}
-			continue
-		}
-		rest, ok := strings.CutPrefix(sc.Text(), `hookbox_deliveries{status="`)
-		if !ok {
-			continue
-		}
-		status, num, ok := strings.Cut(rest, `"} `)
-		if !ok {
-			continue
-		}
-		n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
-		if err == nil {
-			out[status] = n
+			return n, nil
 		}
 	}
-	return out, sc.Err()
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("read metrics: %w", err)
+	}
+	return 0, errors.New("read metrics: no hookbox_delivered_total line (is this hookbox?)")
 }
 
 // tailBuffer keeps the last max bytes written to it.
