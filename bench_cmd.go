@@ -279,12 +279,12 @@ func (b *benchCmd) command(ctx context.Context) error {
 				return done
 			}
 			polled = time.Now()
-			n, err := bench.Delivered(ctx, b.metrics, "http://"+addr)
+			n, err := bench.Counters(ctx, b.metrics, "http://"+addr, "hookbox_delivered_total")
 			if err != nil {
 				scrapeErr = err
 				return done
 			}
-			done, scrapeErr = n, nil
+			done, scrapeErr = n[0], nil
 			return done
 		}); err != nil {
 			if scrapeErr != nil {
@@ -476,6 +476,10 @@ func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []str
 	if err != nil {
 		return err
 	}
+	commits, err := bench.Counters(ctx, b.metrics, "http://"+child.Addr, "hookbox_store_commits_total", "hookbox_store_writes_total")
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
 	if err := child.Stop(); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
@@ -487,6 +491,7 @@ func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []str
 	row := bench.Row{Round: round, Server: name, Values: map[string]float64{
 		"per_s": float64(events) / secs, "events": float64(events), "seconds": secs,
 		"rss_mib": float64(ps.HWMKiB) / 1024, "cpu_us_per_ack": float64((ps.CPU - atStart.CPU).Microseconds()) / float64(events),
+		"writes_per_commit": float64(commits[1]) / float64(max(commits[0], 1)),
 	}}
 	if sinkHere {
 		// This process did little else meanwhile than serve the sink.
@@ -730,11 +735,13 @@ func (b *benchCmd) columns() []bench.Column {
 			col("delivered_per_s", "delivered/s", "%.0f"), col("drain_s", "drain s", "%.2f"),
 			col("per_s", "backlog/s", "%.0f"), col("rss_mib", "RSS MiB", "%.1f"),
 			col("cpu_us_per_ack", "CPU µs", "%.0f"), col("sink_cpu_us", "sink µs", "%.0f"),
+			col("writes_per_commit", "writes/commit", "%.1f"),
 		}
 	case "command":
 		return []bench.Column{
 			col("per_s", "runs/s", "%.0f"), col("events", "runs", "%.0f"), col("seconds", "seconds", "%.2f"),
 			col("rss_mib", "RSS MiB", "%.1f"), col("cpu_us_per_ack", "CPU µs/run", "%.0f"),
+			col("writes_per_commit", "writes/commit", "%.1f"),
 		}
 	}
 	cols := []bench.Column{

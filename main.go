@@ -104,6 +104,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.Events = dedupe.New(m.DB)
 	m.Queue = queue.New(m.DB)
 	m.Metrics = NewMetrics(m.Queue, m.Now)
+	m.Metrics.Store = m.DB.Stats
 
 	targets, err := buildTargets(cfg)
 	if err != nil {

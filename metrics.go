@@ -12,6 +12,7 @@ import (
 
 	"hookbox/queue"
 	"hookbox/receiver"
+	"hookbox/store"
 )
 
 // latencyBuckets are the receive→done histogram's upper bounds, in seconds.
@@ -23,6 +24,8 @@ type Metrics struct {
 	now      func() time.Time
 	Receiver *receiver.Counters
 	Dead     atomic.Int64
+	// Store reads the store's commit counters; nil leaves them out.
+	Store func() store.Stats
 
 	mu      sync.Mutex
 	buckets []int64
@@ -66,6 +69,12 @@ func (m *Metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "hookbox_duplicate_conflicts_total %d\n", c.Conflicts.Load())
 		fmt.Fprintf(w, "# HELP hookbox_rejected_total Requests answered 4xx.\n# TYPE hookbox_rejected_total counter\nhookbox_rejected_total %d\n", c.Rejected.Load())
 		fmt.Fprintf(w, "# HELP hookbox_unavailable_total Requests answered 503 (store could not commit).\n# TYPE hookbox_unavailable_total counter\nhookbox_unavailable_total %d\n", c.Failed.Load())
+	}
+	if m.Store != nil {
+		s := m.Store()
+		fmt.Fprintf(w, "# HELP hookbox_store_commits_total Transactions committed (each one fsync); writes ÷ commits is the group commit's batch size.\n# TYPE hookbox_store_commits_total counter\nhookbox_store_commits_total %d\n", s.Commits)
+		fmt.Fprintf(w, "# HELP hookbox_store_writes_total Writes (an event received, a claim, a result, ...) batched into committed transactions.\n# TYPE hookbox_store_writes_total counter\nhookbox_store_writes_total %d\n", s.Writes)
+		fmt.Fprintf(w, "# HELP hookbox_store_failed_commits_total Transactions that failed to commit: none of their writes happened.\n# TYPE hookbox_store_failed_commits_total counter\nhookbox_store_failed_commits_total %d\n", s.FailedCommit)
 	}
 	fmt.Fprintf(w, "# HELP hookbox_dead_total Deliveries that went dead since start.\n# TYPE hookbox_dead_total counter\nhookbox_dead_total %d\n", m.Dead.Load())
 	m.mu.Lock()

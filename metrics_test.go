@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -84,4 +85,30 @@ url = %q
 	if len(missing) > 0 {
 		t.Fatalf("metrics lack %q; got:\n%s", missing, body)
 	}
+
+	// Every event received, duplicate seen and result recorded was a write
+	// of some commit; commits never outnumber writes.
+	commits, writes := metricValue(t, body, "hookbox_store_commits_total"), metricValue(t, body, "hookbox_store_writes_total")
+	if commits < 1 || writes < 5 || commits > writes {
+		t.Errorf("hookbox_store_commits_total %d, hookbox_store_writes_total %d: want 1 ≤ commits ≤ writes and at least 5 writes", commits, writes)
+	}
+	if failed := metricValue(t, body, "hookbox_store_failed_commits_total"); failed != 0 {
+		t.Errorf("hookbox_store_failed_commits_total %d, want 0", failed)
+	}
+}
+
+// metricValue is the value of the unlabelled metric name in a scrape.
+func metricValue(t *testing.T, scrape, name string) int64 {
+	t.Helper()
+	for line := range strings.Lines(scrape) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+" "); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("scrape has no %s:\n%s", name, scrape)
+	return 0
 }

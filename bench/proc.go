@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -199,38 +200,47 @@ func ForkExec(ctx context.Context, argv []string, workers int, d time.Duration) 
 	return n.Load(), time.Since(start), nil
 }
 
-// Delivered reads from hookbox's /metrics at base how many deliveries
-// succeeded since the server started (hookbox_delivered_total).
-func Delivered(ctx context.Context, client *http.Client, base string) (int64, error) {
+// Counters reads the named unlabelled counters from hookbox's /metrics at
+// base, in the order asked (e.g. hookbox_delivered_total: the deliveries
+// that succeeded since the server started). A name the scrape lacks is an
+// error.
+func Counters(ctx context.Context, client *http.Client, base string, names ...string) ([]int64, error) {
 	if err := CheckLoopback(base); err != nil {
-		return 0, err
+		return nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("read metrics: %w", err)
+		return nil, fmt.Errorf("read metrics: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("read metrics: status %d", resp.StatusCode)
+		return nil, fmt.Errorf("read metrics: status %d", resp.StatusCode)
 	}
+	values := make([]int64, len(names))
+	found := make([]bool, len(names))
 	sc := bufio.NewScanner(io.LimitReader(resp.Body, 1<<20))
 	for sc.Scan() {
-		if num, ok := strings.CutPrefix(sc.Text(), "hookbox_delivered_total "); ok {
-			n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("read metrics: hookbox_delivered_total %q: %w", num, err)
-			}
-			return n, nil
+		name, num, ok := strings.Cut(sc.Text(), " ")
+		i := slices.Index(names, name)
+		if !ok || i < 0 {
+			continue
 		}
+		if values[i], err = strconv.ParseInt(strings.TrimSpace(num), 10, 64); err != nil {
+			return nil, fmt.Errorf("read metrics: %s %q: %w", name, num, err)
+		}
+		found[i] = true
 	}
 	if err := sc.Err(); err != nil {
-		return 0, fmt.Errorf("read metrics: %w", err)
+		return nil, fmt.Errorf("read metrics: %w", err)
 	}
-	return 0, errors.New("read metrics: no hookbox_delivered_total line (is this hookbox?)")
+	if i := slices.Index(found, false); i >= 0 {
+		return nil, fmt.Errorf("read metrics: no %s line (is this hookbox?)", names[i])
+	}
+	return values, nil
 }
 
 // tailBuffer keeps the last max bytes written to it.

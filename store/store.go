@@ -77,9 +77,9 @@ type DB struct {
 
 // Stats counts group commits, for metrics and benchmarks.
 type Stats struct {
-	Commits      int64
-	Writes       int64
-	FailedCommit int64
+	Commits      int64 // transactions committed
+	Writes       int64 // writes batched into them
+	FailedCommit int64 // transactions that failed: none of their writes happened
 }
 
 type op struct {
@@ -396,10 +396,11 @@ func (db *DB) gather(batch []*op) []*op {
 func (db *DB) commit(batch []*op) {
 	err := db.runBatch(batch)
 	db.statsMu.Lock()
-	db.stats.Commits++
-	db.stats.Writes += int64(len(batch))
 	if err != nil {
 		db.stats.FailedCommit++
+	} else {
+		db.stats.Commits++
+		db.stats.Writes += int64(len(batch))
 	}
 	db.statsMu.Unlock()
 	if err != nil {
