@@ -215,11 +215,12 @@ func (p *Pool) dispatcher(ctx context.Context) {
 	defer p.dispatch.Done()
 	for ctx.Err() == nil {
 		// Claim when at least half the prefetch room is free (or nothing
-		// waits at all), so claims are few and large under load. What this
-		// pool holds (waiting, running, or finished but not yet committed)
-		// never exceeds the prefetch room plus one job a worker: that is
-		// also all a crash can leave running.
-		free := min(cap(p.jobs)-len(p.jobs), cap(p.jobs)+p.cfg.Workers-p.holding())
+		// waits at all), so claims are few and large under load. Results
+		// still waiting for their commit do not count against the room:
+		// they hold no body, and a claim is queued behind them, so its
+		// commit makes them durable too. Waiting for them instead left
+		// workers idle behind the writer.
+		free := cap(p.jobs) - len(p.jobs)
 		if free <= 0 || (free < cap(p.jobs)/2 && len(p.jobs) > 0) {
 			select {
 			case <-p.taken:
@@ -254,13 +255,6 @@ func (p *Pool) dispatcher(ctx context.Context) {
 			return
 		}
 	}
-}
-
-// holding counts the deliveries this pool holds.
-func (p *Pool) holding() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.inflight)
 }
 
 // running lists the deliveries this pool holds.
@@ -347,6 +341,7 @@ func (p *Pool) run(j *Job) {
 	stopRenew := p.keepLease(j)
 	out := p.call(j)
 	stopRenew()
+	j.Body = nil // the result may wait for its commit; the body is no longer needed
 	now := p.cfg.Now()
 	f := Finish{Attempt: Attempt{
 		Number:     j.Attempt,
