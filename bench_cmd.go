@@ -239,7 +239,21 @@ func (b *benchCmd) endToEnd(ctx context.Context) error {
 		b.notes = append(b.notes, fmt.Sprintf("backlog drain: hookbox %.0f µs + sink %.0f µs of CPU a delivery (medians); %d CPUs fully busy would drain at most %.0f events/s",
 			own, peer, runtime.GOMAXPROCS(0), float64(runtime.GOMAXPROCS(0))*1e6/(own+peer)))
 	}
+	b.machineNote("backlog")
 	return nil
+}
+
+// machineNote says how busy the machine's CPUs were during server's drains
+// (medians over the rounds): idle time is room the drain left unused;
+// softirq and steal are CPU time no process is charged for.
+func (b *benchCmd) machineNote(server string) {
+	idle := bench.Values(b.rows, server, "idle_pct")
+	if len(idle) == 0 {
+		return
+	}
+	b.notes = append(b.notes, fmt.Sprintf("%s drain: the machine's CPUs were %.0f%% idle (with I/O wait), %.0f%% in softirq (interrupt work such as loopback network delivery, charged to no process), %.0f%% stolen by the hypervisor (medians)",
+		server, bench.SpreadOf(idle).Median, bench.SpreadOf(bench.Values(b.rows, server, "softirq_pct")).Median,
+		bench.SpreadOf(bench.Values(b.rows, server, "steal_pct")).Median))
 }
 
 // command compares hookbox running /bin/true for every event of a backlog
@@ -293,6 +307,7 @@ func (b *benchCmd) command(ctx context.Context) error {
 			return err
 		}
 	}
+	b.machineNote("hookbox+command")
 	return nil
 }
 
@@ -460,6 +475,7 @@ func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []str
 	if err != nil {
 		return err
 	}
+	machineStart, machineErr := bench.ReadMachineCPU() // Linux only; else left out
 	wait, cancel := context.WithTimeout(ctx, 60*time.Second+10*b.duration)
 	defer cancel()
 	var n int64
@@ -493,6 +509,9 @@ func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []str
 		"rss_mib": float64(ps.HWMKiB) / 1024, "cpu_us_per_ack": float64((ps.CPU - atStart.CPU).Microseconds()) / float64(events),
 		"writes_per_commit": float64(commits[1]) / float64(max(commits[0], 1)),
 	}}
+	if machine, err := bench.ReadMachineCPU(); machineErr == nil && err == nil {
+		row.Values["idle_pct"], row.Values["softirq_pct"], row.Values["steal_pct"] = machineStart.Shares(machine)
+	}
 	if sinkHere {
 		// This process did little else meanwhile than serve the sink.
 		row.Values["sink_cpu_us"] = float64((self - selfStart).Microseconds()) / float64(events)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -83,7 +84,9 @@ func TestBench(t *testing.T) {
 				case "hookbox+url":
 					keys = []string{"acks_per_s", "delivered_per_s"}
 				case "backlog":
-					keys = []string{"per_s", "cpu_us_per_ack", "sink_cpu_us"}
+					keys = []string{"per_s", "cpu_us_per_ack", "sink_cpu_us", "writes_per_commit"}
+				case "hookbox+command":
+					keys = []string{"per_s", "writes_per_commit"}
 				case "hookbox", "hookbox+prefill":
 					keys = []string{"acks_per_s", "p99_ms", "rss_mib", "wal_mib"}
 				}
@@ -95,6 +98,11 @@ func TestBench(t *testing.T) {
 			}
 			if tt.name == "EndToEnd" && !strings.Contains(stdout.String(), "fully busy would drain at most") {
 				t.Errorf("e2e run has no note on the machine's bound for the drain:\n%s", stdout.String())
+			}
+			if drain := got["backlog"]; drain != nil && runtime.GOOS == "linux" {
+				if idle, ok := drain["idle_pct"].(float64); !ok || idle < 0 || idle > 100 {
+					t.Errorf("backlog idle_pct=%v, want the machine's idle share during the drain (0–100)", drain["idle_pct"])
+				}
 			}
 			if tt.name == "Rate" {
 				// 200 a second for 0.3 s: an open loop sends about 60, never

@@ -286,3 +286,54 @@ func Every(d time.Duration, f func()) (stop func()) {
 	var once sync.Once
 	return func() { once.Do(func() { close(done); wg.Wait() }) }
 }
+
+// MachineCPU is the time all of the machine's CPUs spent in each state, in
+// clock ticks, from the first line of /proc/stat.
+type MachineCPU struct {
+	Idle    uint64 // idle, and idle waiting for I/O
+	SoftIRQ uint64 // interrupt work such as loopback network delivery, charged to no process
+	Steal   uint64 // taken by the hypervisor for other guests
+	Total   uint64
+}
+
+// ReadMachineCPU reads the machine's CPU time by state (Linux).
+func ReadMachineCPU() (MachineCPU, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return MachineCPU{}, err
+	}
+	return parseMachineCPU(b)
+}
+
+func parseMachineCPU(stat []byte) (MachineCPU, error) {
+	line, _, _ := bytes.Cut(stat, []byte("\n"))
+	f := strings.Fields(string(line))
+	// cpu user nice system idle iowait irq softirq steal [guest guest_nice]
+	if len(f) < 9 || f[0] != "cpu" {
+		return MachineCPU{}, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	var v [8]uint64
+	for i := range v {
+		n, err := strconv.ParseUint(f[i+1], 10, 64)
+		if err != nil {
+			return MachineCPU{}, fmt.Errorf("/proc/stat: %q: %w", line, err)
+		}
+		v[i] = n
+	}
+	m := MachineCPU{Idle: v[3] + v[4], SoftIRQ: v[6], Steal: v[7]}
+	for _, n := range v {
+		m.Total += n
+	}
+	return m, nil
+}
+
+// Shares returns the idle, softirq and steal percentages of the time
+// between m and a later reading.
+func (m MachineCPU) Shares(later MachineCPU) (idle, softirq, steal float64) {
+	total := float64(later.Total - m.Total)
+	if total <= 0 {
+		return 0, 0, 0
+	}
+	pct := func(a, b uint64) float64 { return 100 * float64(b-a) / total }
+	return pct(m.Idle, later.Idle), pct(m.SoftIRQ, later.SoftIRQ), pct(m.Steal, later.Steal)
+}
