@@ -171,6 +171,11 @@ func (b *benchCmd) ingest(ctx context.Context) error {
 		if err := b.measure(ctx, r, "hookbox", b.hookboxArgv(cfg, b.profile(r, "")), path); err != nil {
 			return err
 		}
+		if b.mode == "rate" {
+			if err := b.syncFloor(ctx, r); err != nil {
+				return err
+			}
+		}
 		if prefilled != "" {
 			cfg, err := b.writeConfig(r, "prefill", prefilled, "")
 			if err != nil {
@@ -180,6 +185,10 @@ func (b *benchCmd) ingest(ctx context.Context) error {
 				return err
 			}
 		}
+	}
+	if b.mode == "rate" {
+		b.notes = append(b.notes, fmt.Sprintf("fsync: the disk alone, writing and fsyncing a page %.0f times a second, had a p99 of %.2f ms (median of the rounds); every hookbox ack waits for one such fsync",
+			b.rate, bench.SpreadOf(bench.Values(b.rows, "fsync", "p99_ms")).Median))
 	}
 	return nil
 }
@@ -402,6 +411,21 @@ func (b *benchCmd) load(ctx context.Context, round int, name string, child *benc
 		b.notes = append(b.notes, fmt.Sprintf("round %d %s: %d errors, first: %s", round, name, st.Failed, st.FirstError))
 	}
 	return bench.Row{Round: round, Server: name, Values: v}, st, nil
+}
+
+// syncFloor records, as the row "fsync", the latency of writing and
+// fsyncing a page at the request rate on the stores' disk with no server
+// running: the part of a durable ack's latency that is the disk's.
+func (b *benchCmd) syncFloor(ctx context.Context, round int) error {
+	b.progress(fmt.Sprintf("round %d/%d  fsync: %.0f page writes + fsync a second on the stores' disk", round, b.rounds, b.rate))
+	h, err := bench.SyncFloor(ctx, b.dir, b.rate, b.duration)
+	if err != nil {
+		return err
+	}
+	b.rows = append(b.rows, bench.Row{Round: round, Server: "fsync", Values: map[string]float64{
+		"p50_ms": ms(h.Percentile(0.50)), "p90_ms": ms(h.Percentile(0.90)), "p99_ms": ms(h.Percentile(0.99)), "max_ms": ms(h.Max()),
+	}})
+	return nil
 }
 
 // measureDelivered loads a hookbox that delivers to sink, then waits until

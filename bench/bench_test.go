@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -175,5 +176,28 @@ func TestSink(t *testing.T) {
 	}
 	if n, _ := s.Counts(); n != 0 {
 		t.Errorf("a chunked request was counted")
+	}
+}
+
+// The sync floor writes and fsyncs at the rate asked, for the time asked,
+// and stops by itself.
+func TestSyncFloor(t *testing.T) {
+	h, err := bench.SyncFloor(context.Background(), t.TempDir(), 200, 250*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := h.Count(); n < 40 || n > 60 {
+		t.Errorf("%d syncs at 200/s for 0.25 s, want about 50", n)
+	}
+	if h.Percentile(0.5) <= 0 {
+		t.Errorf("median sync %v, want > 0", h.Percentile(0.5))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := bench.SyncFloor(ctx, t.TempDir(), 200, time.Second); err == nil {
+		t.Error("cancelled: no error")
+	}
+	if _, err := bench.SyncFloor(context.Background(), filepath.Join(t.TempDir(), "missing"), 200, time.Second); err == nil {
+		t.Error("missing directory: no error")
 	}
 }
