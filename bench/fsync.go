@@ -9,9 +9,10 @@ import (
 )
 
 // SyncFloor writes a 4 KiB page and fsyncs it, rate times a second for d,
-// in a scratch file in dir, and returns the latencies: the disk's own share
-// of a durable ack at that rate, which no server on this disk can beat.
-// Latency counts from the intended time, like the rate mode's requests.
+// in a scratch file in dir, and returns how long each write+fsync took: the
+// disk's own share of a durable ack at that rate. Each is timed alone, not
+// from its intended time: a slow one would otherwise make the next ones
+// queue one by one, which a group commit does not.
 func SyncFloor(ctx context.Context, dir string, rate float64, d time.Duration) (*Histogram, error) {
 	if rate <= 0 {
 		return nil, fmt.Errorf("sync floor: rate %v, want > 0", rate)
@@ -34,6 +35,7 @@ func SyncFloor(ctx context.Context, dir string, rate float64, d time.Duration) (
 		if err := sleepUntil(ctx, at); err != nil {
 			return nil, err
 		}
+		t := time.Now()
 		// A WAL grows: append, wrapping at 4 MiB so the file stays small.
 		if _, err := f.WriteAt(page, int64(i%1024)*int64(len(page))); err != nil {
 			return nil, fmt.Errorf("sync floor: write %s: %w", filepath.Base(f.Name()), err)
@@ -41,7 +43,7 @@ func SyncFloor(ctx context.Context, dir string, rate float64, d time.Duration) (
 		if err := f.Sync(); err != nil {
 			return nil, fmt.Errorf("sync floor: fsync %s: %w", filepath.Base(f.Name()), err)
 		}
-		h.Record(time.Since(at))
+		h.Record(time.Since(t))
 	}
 }
 
