@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -101,10 +103,11 @@ type Pool struct {
 	taken chan struct{} // a worker took a job, or a result was committed: there may be room to claim more
 	jobs  chan *Job     // claimed jobs, ahead of the workers
 
-	// inflight holds the deliveries claimed by this pool whose completion
-	// is not yet committed; claims skip them.
+	// inflight holds the jobs claimed by this pool whose completion is not
+	// yet committed, by delivery; claims skip them and their leases are
+	// renewed.
 	mu       sync.Mutex
-	inflight map[int64]struct{}
+	inflight map[int64]*Job
 
 	stopClaim context.CancelFunc
 	stopRun   context.CancelFunc
@@ -112,6 +115,7 @@ type Pool struct {
 	wg        sync.WaitGroup // workers
 	pending   sync.WaitGroup // completions submitted, not yet committed
 	dispatch  sync.WaitGroup
+	renewal   sync.WaitGroup
 	stopOnce  sync.Once
 }
 
@@ -135,7 +139,7 @@ func NewPool(q *Queue, cfg PoolConfig) *Pool {
 		log:      cfg.Logger,
 		wake:     make(chan struct{}, 1),
 		taken:    make(chan struct{}, 1),
-		inflight: make(map[int64]struct{}),
+		inflight: make(map[int64]*Job),
 	}
 	p.jobs = make(chan *Job, p.prefetch())
 	for _, t := range cfg.Targets {
@@ -169,6 +173,10 @@ func (p *Pool) Start(ctx context.Context) error {
 	}
 	p.dispatch.Add(1)
 	go p.dispatcher(claimCtx)
+	if p.cfg.Lease > 0 {
+		p.renewal.Add(1)
+		go p.renewer(runCtx)
+	}
 	return nil
 }
 
@@ -207,6 +215,7 @@ func (p *Pool) Stop() {
 			<-done
 		}
 		p.stopRun()
+		p.renewal.Wait()
 		p.pending.Wait()
 	})
 }
@@ -242,7 +251,7 @@ func (p *Pool) dispatcher(ctx context.Context) {
 		}
 		p.mu.Lock()
 		for _, j := range jobs {
-			p.inflight[j.Delivery] = struct{}{}
+			p.inflight[j.Delivery] = j
 		}
 		p.mu.Unlock()
 		for _, j := range jobs {
@@ -338,9 +347,7 @@ func (p *Pool) unclaim(jobs []*Job) {
 
 func (p *Pool) run(j *Job) {
 	start := p.cfg.Now()
-	stopRenew := p.keepLease(j)
 	out := p.call(j)
-	stopRenew()
 	j.Body = nil // the result may wait for its commit; the body is no longer needed
 	now := p.cfg.Now()
 	f := Finish{Attempt: Attempt{
@@ -428,37 +435,35 @@ func jobLog(e *zerolog.Event, j *Job) *zerolog.Event {
 		Str("target", j.Target).Int("attempt", j.Attempt)
 }
 
-// keepLease renews j's lease every third of it until the returned stop is
-// called. An attempt may outlast its lease (a command ignoring SIGTERM runs
-// on through the kill grace); without renewal another worker would take the
-// pair over and run it again while this attempt still runs.
-func (p *Pool) keepLease(j *Job) (stop func()) {
-	if p.cfg.Lease <= 0 {
-		return func() {}
-	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		ticker := time.NewTicker(p.cfg.Lease / 3)
-		defer ticker.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ticker.C:
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err := p.q.Extend(ctx, j, p.cfg.Lease, p.cfg.Now())
-			cancel()
-			if errors.Is(err, ErrStale) {
-				return
-			}
-			if err != nil {
-				jobLog(p.log.Error(), j).Err(err).Msg("renew lease failed; retrying every third of the lease: if it keeps failing, the lease runs out and another worker may run this delivery again")
-			}
+// renewer renews the leases of every job this pool holds every third of
+// the lease, in one write, until ctx ends (Stop, once the last attempt has
+// ended). A job waiting for a worker, or an attempt that outlasts its lease
+// (a command ignoring SIGTERM runs on through the kill grace), keeps its
+// claim: without renewal another process could take the pair over and run
+// it again meanwhile.
+func (p *Pool) renewer(ctx context.Context) {
+	defer p.renewal.Done()
+	ticker := time.NewTicker(p.cfg.Lease / 3)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
 		}
-	})
-	return func() { close(done); wg.Wait() }
+		p.mu.Lock()
+		jobs := slices.Collect(maps.Values(p.inflight))
+		p.mu.Unlock()
+		if len(jobs) == 0 {
+			continue
+		}
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		_, err := p.q.Renew(wctx, jobs, p.cfg.Lease, p.cfg.Now())
+		cancel()
+		if err != nil {
+			p.log.Error().Err(err).Msg("renewing leases failed; retrying every third of the lease: if it keeps failing, the leases run out and a delivery may run again while its attempt still runs")
+		}
+	}
 }
 
 // call runs the handler under recover, so a bug in one target cannot take

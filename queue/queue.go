@@ -372,26 +372,34 @@ type Finish struct {
 	AlertDue bool      // with Dead: queue an alert
 }
 
-// Extend renews a running job's lease to now+lease. It returns ErrStale if
-// the lease was taken over or the delivery is no longer running.
-func (q *Queue) Extend(ctx context.Context, j *Job, lease time.Duration, now time.Time) error {
-	var n int64
+// Renew sets the lease of each of jobs that is still running under its
+// token to expire at now+lease, in one write, and returns how many it
+// renewed. The others were taken over or have finished.
+func (q *Queue) Renew(ctx context.Context, jobs []*Job, lease time.Duration, now time.Time) (int64, error) {
+	var renewed int64
 	err := q.db.Write(ctx, func(tx *sql.Tx) error {
-		r, err := tx.ExecContext(ctx, `UPDATE deliveries SET run_at = ? WHERE id = ? AND lease_token = ? AND status = 'running'`,
-			now.Add(lease).UnixMilli(), j.Delivery, j.Token)
+		renewed = 0
+		st, err := q.db.Stmt(ctx, tx, renewSQL)
 		if err != nil {
 			return err
 		}
-		n, err = r.RowsAffected()
-		return err
+		for _, j := range jobs {
+			r, err := st.ExecContext(ctx, now.Add(lease).UnixMilli(), j.Delivery, j.Token)
+			if err != nil {
+				return err
+			}
+			n, err := r.RowsAffected()
+			if err != nil {
+				return err
+			}
+			renewed += n
+		}
+		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("extend lease of delivery %d: %w", j.Delivery, err)
+		return 0, fmt.Errorf("renew leases of %d deliveries: %w", len(jobs), err)
 	}
-	if n == 0 {
-		return ErrStale
-	}
-	return nil
+	return renewed, nil
 }
 
 // ErrStale is returned by Complete when the job's lease was taken over: the
@@ -434,6 +442,7 @@ func completeErr(j *Job, err error, stale bool) error {
 }
 
 const (
+	renewSQL   = `UPDATE deliveries SET run_at = ? WHERE id = ? AND lease_token = ? AND status = 'running'`
 	enqueueSQL = `INSERT INTO deliveries (event, target, status, run_at, created_at) VALUES (?, ?, 'pending', ?, ?)`
 	doneSQL    = `UPDATE deliveries SET status = 'done', done_at = ?, last_error = '' WHERE id = ? AND lease_token = ? AND status = 'running'`
 	releaseSQL = `UPDATE deliveries SET status = 'retrying', run_at = ?, attempts = max(attempts - 1, 0), last_error = ?

@@ -150,6 +150,7 @@ func TestQueue_StaleCompletionIsFenced(t *testing.T) {
 func TestQueue_SamePairNeverTwiceAtOnce(t *testing.T) {
 	t.Run("Many workers", testManyWorkers)
 	t.Run("Attempt outlasting its lease", testOutlastingLease)
+	t.Run("Job waiting for a worker past its lease", testWaitingPastLease)
 	t.Run("Clock past the lease", testClockPastLease)
 }
 
@@ -360,6 +361,38 @@ func testOutlastingLease(t *testing.T) {
 	}
 	if d := mustDelivery(t, q, ev); d.Attempts != 1 {
 		t.Errorf("attempts=%d, want 1", d.Attempts)
+	}
+}
+
+// testWaitingPastLease: a job claimed ahead waits for the only worker
+// longer than its lease; its lease is renewed too, so nothing else takes it.
+func testWaitingPastLease(t *testing.T) {
+	q, events := MustOpen(t, "slow")
+	first := mustIngest(t, events, "evt_1", time.Now().Add(-time.Second))
+	second := mustIngest(t, events, "evt_2", time.Now())
+	p := queue.NewPool(q, queue.PoolConfig{
+		Workers: 1, MaxAttempts: 1, Lease: 300 * time.Millisecond, Grace: time.Second,
+		Targets: []queue.Target{{Name: "slow", Handler: queue.HandlerFunc(func(ctx context.Context, j *queue.Job) queue.Outcome {
+			time.Sleep(time.Second)
+			return queue.Outcome{}
+		})}},
+		Logger: zerolog.Nop(),
+	})
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	time.Sleep(600 * time.Millisecond) // twice the lease into the first attempt
+	if d := mustDelivery(t, q, second); d.Status != queue.Running {
+		t.Fatalf("second delivery %s, want running (claimed ahead)", d.Status)
+	}
+	if jobs, err := q.Claim(context.Background(), 10, 300*time.Millisecond, time.Now()); err != nil || len(jobs) != 0 {
+		t.Errorf("a claim while the job waited took %d job(s) (%v): its lease was not renewed", len(jobs), err)
+	}
+	waitStatus(t, q, first, queue.Done)
+	waitStatus(t, q, second, queue.Done)
+	if d := mustDelivery(t, q, second); d.Attempts != 1 {
+		t.Errorf("second delivery: attempts=%d, want 1", d.Attempts)
 	}
 }
 
