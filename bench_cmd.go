@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -108,6 +110,20 @@ func (b *benchCmd) run(ctx context.Context, args []string) error {
 		return &usageError{"bench: --body-size must be 0 to 1048576"}
 	case b.workers < 1 || b.workers > 256:
 		return &usageError{"bench: --workers must be 1 to 256"}
+	}
+	// A flag the mode does not use would be ignored: say so instead.
+	modes := map[string][]string{
+		"rate": {"rate"}, "prefill": {"ingest", "rate"}, "backlog": {"e2e"},
+		"workers": {"e2e", "command"}, "conns": {"ingest", "rate", "e2e"},
+	}
+	var unused error
+	fs.Visit(func(f *flag.Flag) {
+		if want, ok := modes[f.Name]; ok && unused == nil && !slices.Contains(want, b.mode) {
+			unused = &usageError{fmt.Sprintf("bench: --%s applies to --mode %s, not %s", f.Name, strings.Join(want, " or "), b.mode)}
+		}
+	})
+	if unused != nil {
+		return unused
 	}
 	if b.serverArgv == nil {
 		exe, err := os.Executable()
@@ -804,11 +820,16 @@ func col(key, head, format string) bench.Column {
 
 func (b *benchCmd) describe() string {
 	load := fmt.Sprintf("%d connections", b.conns)
-	if b.mode == "rate" {
+	switch b.mode {
+	case "rate":
 		load = fmt.Sprintf("%.0f req/s over %d connections", b.rate, b.conns)
+	case "e2e":
+		load += fmt.Sprintf(", %d workers", b.workers)
+	case "command":
+		load = fmt.Sprintf("%d workers", b.workers)
 	}
-	return fmt.Sprintf("mode %s, %s, %s a server, %d round(s), %d-byte GitHub-signed bodies, synchronous=full, %d workers; %d CPUs, %s %s/%s",
-		b.mode, load, b.duration, b.rounds, len(b.req.Body), b.workers, runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return fmt.Sprintf("mode %s, %s, %s a server, %d round(s), %d-byte GitHub-signed bodies, synchronous=full; %d CPUs, %s %s/%s",
+		b.mode, load, b.duration, b.rounds, len(b.req.Body), runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
 func (b *benchCmd) report() error {

@@ -40,9 +40,9 @@ func TestBench(t *testing.T) {
 		servers []string // rows expected in the round table
 		key     string   // a value that must be above 0 for every row
 	}{
-		{"Ingest", []string{"--mode", "ingest", "--prefill", "500"}, []string{"bare", "hookbox", "hookbox+prefill"}, "acks_per_s"},
-		{"Rate", []string{"--mode", "rate", "--rate", "200"}, []string{"bare", "hookbox", "fsync"}, "acks_per_s"},
-		{"EndToEnd", []string{"--mode", "e2e", "--backlog", "1000"}, []string{"hookbox", "hookbox+url", "backlog"}, ""},
+		{"Ingest", []string{"--mode", "ingest", "--conns", "4", "--prefill", "500"}, []string{"bare", "hookbox", "hookbox+prefill"}, "acks_per_s"},
+		{"Rate", []string{"--mode", "rate", "--conns", "4", "--rate", "200"}, []string{"bare", "hookbox", "fsync"}, "acks_per_s"},
+		{"EndToEnd", []string{"--mode", "e2e", "--conns", "4", "--backlog", "1000"}, []string{"hookbox", "hookbox+url", "backlog"}, ""},
 		{"Command", []string{"--mode", "command"}, []string{"fork/exec", "hookbox+command"}, "per_s"},
 	}
 	for _, tt := range tests {
@@ -54,7 +54,7 @@ func TestBench(t *testing.T) {
 				serverArgv: []string{os.Args[0], "-test.run=^TestBenchServerChild$", "--"},
 				serverEnv:  []string{"HOOKBOX_BENCH_CHILD=1"},
 			}
-			args := append([]string{"--duration", "300ms", "--rounds", "1", "--conns", "4", "--json"}, tt.args...)
+			args := append([]string{"--duration", "300ms", "--rounds", "1", "--json"}, tt.args...)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			if err := b.run(ctx, args); err != nil {
@@ -152,12 +152,20 @@ func TestBench(t *testing.T) {
 func TestBench_Usage(t *testing.T) {
 	for _, args := range [][]string{{"--mode", "nope"}, {"--conns", "0"}, {"--duration", "0s"}, {"extra"},
 		{"--rounds", "0"}, {"--rate", "0"}, {"--prefill", "-1"}, {"--mode", "e2e", "--backlog", "0"},
-		{"--body-size", "-1"}, {"--workers", "0"}} {
+		{"--body-size", "-1"}, {"--mode", "e2e", "--workers", "0"},
+		// Flags the mode would ignore.
+		{"--rate", "500"}, {"--mode", "e2e", "--prefill", "10"}, {"--mode", "rate", "--backlog", "10"},
+		{"--workers", "8"}, {"--mode", "command", "--conns", "8"}} {
 		var out bytes.Buffer
 		err := run(context.Background(), append([]string{"bench"}, args...), strings.NewReader(""), &out, &out, os.Getenv)
 		var ue *usageError
 		if !errors.As(err, &ue) {
 			t.Errorf("bench %v: err=%v, want a usage error", args, err)
+			continue
+		}
+		// The error names the flag at fault (the last one given).
+		if n := len(args); n >= 2 && strings.HasPrefix(args[n-2], "--") && !strings.Contains(err.Error(), args[n-2]) {
+			t.Errorf("bench %v: %v, want the error to name %s", args, err, args[n-2])
 		}
 	}
 }
