@@ -173,7 +173,8 @@ func batchRound(db *store.DB, fns []func(*sql.Tx) error) (errs []error, batch []
 			defer wg.Done()
 			<-start
 			errs[i] = db.Write(context.Background(), func(tx *sql.Tx) error {
-				batch[i] = db.Stats().Commits
+				st := db.Stats() // batches so far, committed or not: this one's number
+				batch[i] = st.Commits + st.FailedCommit
 				return fn(tx)
 			})
 		}()
