@@ -72,7 +72,7 @@ func (m *Metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if m.Store != nil {
 		s := m.Store()
-		fmt.Fprintf(w, "# HELP hookbox_store_commits_total Transactions committed (each one fsync); writes ÷ commits is the group commit's batch size.\n# TYPE hookbox_store_commits_total counter\nhookbox_store_commits_total %d\n", s.Commits)
+		fmt.Fprintf(w, "# HELP hookbox_store_commits_total Transactions committed (one fsync each with store.synchronous full); writes ÷ commits is the group commit's batch size.\n# TYPE hookbox_store_commits_total counter\nhookbox_store_commits_total %d\n", s.Commits)
 		fmt.Fprintf(w, "# HELP hookbox_store_writes_total Writes (an event received, a claim, a result, ...) batched into committed transactions.\n# TYPE hookbox_store_writes_total counter\nhookbox_store_writes_total %d\n", s.Writes)
 		fmt.Fprintf(w, "# HELP hookbox_store_failed_commits_total Transactions that failed to commit: none of their writes happened.\n# TYPE hookbox_store_failed_commits_total counter\nhookbox_store_failed_commits_total %d\n", s.FailedCommit)
 	}

@@ -711,3 +711,35 @@ func TestQueue_UnclaimRetry(t *testing.T) {
 		t.Errorf("after unclaim: %s after %d attempts, want retrying after 1", d.Status, d.Attempts)
 	}
 }
+
+// Renew extends the leases of the jobs still running under their token and
+// leaves the others alone.
+func TestQueue_Renew(t *testing.T) {
+	q, events := MustOpen(t, "sink")
+	ctx := context.Background()
+	now := time.Now()
+	a, b := mustIngest(t, events, "evt_a", now.Add(-time.Minute)), mustIngest(t, events, "evt_b", now.Add(-time.Minute))
+	jobs, err := q.Claim(ctx, 2, time.Minute, now)
+	if err != nil || len(jobs) != 2 {
+		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
+	}
+	done := jobs[0]
+	if err := q.Complete(ctx, done, queue.Finish{Attempt: queue.Attempt{Number: 1, StartedAt: now, Outcome: "ok"}}, now); err != nil {
+		t.Fatal(err)
+	}
+	later := now.Add(30 * time.Second)
+	n, err := q.Renew(ctx, jobs, time.Minute, later)
+	if err != nil || n != 1 {
+		t.Fatalf("renew: %d renewed, %v; want 1 (the other is done)", n, err)
+	}
+	running := jobs[1]
+	if running.Event != a && running.Event != b {
+		t.Fatalf("job for event %d", running.Event)
+	}
+	if d := mustDelivery(t, q, running.Event); d.Status != queue.Running || !d.RunAt.Equal(later.Add(time.Minute).Truncate(time.Millisecond)) {
+		t.Errorf("renewed delivery: %s, lease until %v; want running until %v", d.Status, d.RunAt, later.Add(time.Minute).Truncate(time.Millisecond))
+	}
+	if d := mustDelivery(t, q, done.Event); d.Status != queue.Done {
+		t.Errorf("finished delivery: %s after renew, want done", d.Status)
+	}
+}
