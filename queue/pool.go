@@ -287,24 +287,31 @@ func (p *Pool) finished(id int64) {
 	}
 }
 
-// waitForWork sleeps until woken, until the next delivery is due, or at most
-// a second (a safety net for work added by another process, e.g. a replay).
+// waitForWork sleeps until woken or until the next delivery is due. Once a
+// second it looks again (a read), for work added by another process, e.g. a
+// replay; an idle pool claims nothing, so it writes nothing.
 func (p *Pool) waitForWork(ctx context.Context) bool {
-	wait := time.Second
-	if at, ok, err := p.q.NextDue(ctx, p.running()); err == nil && ok {
-		if d := at.Sub(p.cfg.Now()); d < wait {
-			wait = max(d, time.Millisecond)
+	for {
+		wait, due := time.Second, false
+		at, ok, err := p.q.NextDue(ctx, p.running())
+		if err == nil && ok {
+			if d := at.Sub(p.cfg.Now()); d < wait {
+				wait, due = max(d, time.Millisecond), true
+			}
 		}
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-p.wake:
-		return true
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
+		t := time.NewTimer(wait)
+		select {
+		case <-p.wake:
+			t.Stop()
+			return true
+		case <-t.C:
+			if due || err != nil { // let the claim report a failing store
+				return true
+			}
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		}
 	}
 }
 

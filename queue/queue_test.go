@@ -743,3 +743,27 @@ func TestQueue_Renew(t *testing.T) {
 		t.Errorf("finished delivery: %s after renew, want done", d.Status)
 	}
 }
+
+// An idle pool writes nothing (it looks for due work with reads), and still
+// finds work added behind its back, as a replay from another process adds
+// it, within its once-a-second look.
+func TestPool_IdleWritesNothing(t *testing.T) {
+	db, q, events := mustOpenDB(t, "sink")
+	p := queue.NewPool(q, queue.PoolConfig{
+		Workers: 2, MaxAttempts: 1, Lease: time.Minute, Grace: time.Second,
+		Targets: []queue.Target{{Name: "sink", Handler: queue.HandlerFunc(func(context.Context, *queue.Job) queue.Outcome { return queue.Outcome{} })}},
+		Logger:  zerolog.Nop(),
+	})
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	time.Sleep(200 * time.Millisecond) // past the first claim
+	before := db.Stats()
+	time.Sleep(1300 * time.Millisecond)
+	if w := db.Stats().Writes - before.Writes; w != 0 {
+		t.Errorf("an idle pool made %d writes in 1.3 s, want none", w)
+	}
+	ev := mustIngest(t, events, "evt_behind", time.Now()) // no Notify
+	waitStatus(t, q, ev, queue.Done)
+}
