@@ -216,6 +216,16 @@ func TestDisk_FullThenRecovers(t *testing.T) {
 	}
 	t.Logf("full disk: %d accepted before full, %d refused with 503 + Retry-After, accepted again after %d tries once space was freed; %d acked, %d lost; failed commits %d",
 		full, len(refused), retried, len(acked), lost, tm.DB.Stats().FailedCommit)
+	// An operator sees it in the metrics.
+	resp, err := client.Get(tm.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scrape, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if n := metricValue(t, string(scrape), "hookbox_store_failed_commits_total"); n < 1 {
+		t.Errorf("hookbox_store_failed_commits_total %d after commits failed on a full disk, want ≥ 1", n)
+	}
 
 	// A clean stop on the still nearly full disk (the checkpoint into the
 	// main file may not fit: the WAL then stays) and a restart keep it all.
