@@ -754,11 +754,18 @@ func TestPool_IdleWritesNothing(t *testing.T) {
 		Targets: []queue.Target{{Name: "sink", Handler: queue.HandlerFunc(func(context.Context, *queue.Job) queue.Outcome { return queue.Outcome{} })}},
 		Logger:  zerolog.Nop(),
 	})
+	start := db.Stats()
 	if err := p.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	defer p.Stop()
-	time.Sleep(200 * time.Millisecond) // past the first claim
+	// Starting writes twice: the recovery of interrupted deliveries and the
+	// first claim.
+	for deadline := time.Now().Add(5 * time.Second); db.Stats().Writes-start.Writes < 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pool made %d writes starting, want 2", db.Stats().Writes-start.Writes)
+		}
+	}
 	before := db.Stats()
 	time.Sleep(1300 * time.Millisecond)
 	if w := db.Stats().Writes - before.Writes; w != 0 {
