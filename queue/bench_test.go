@@ -3,7 +3,6 @@ package queue_test
 import (
 	"context"
 	"database/sql"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -13,7 +12,6 @@ import (
 
 	"hookbox/dedupe"
 	"hookbox/queue"
-	"hookbox/store"
 )
 
 // BenchmarkClaimComplete claims a batch of 64 due deliveries and completes
@@ -104,17 +102,8 @@ func BenchmarkPool_Drain(b *testing.B) {
 // with one pending delivery to "sink", and returns its queue.
 func queuedStore(b *testing.B, n int) *queue.Queue {
 	b.Helper()
-	db, err := store.Open(filepath.Join(b.TempDir(), "hookbox.db"), store.Options{Logger: zerolog.Nop()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { db.Close() })
-	q := queue.New(db)
-	events := dedupe.New(db)
+	db, q, events := mustOpenDB(b, "sink")
 	ctx := context.Background()
-	events.OnNew = func(tx *sql.Tx, ev *dedupe.Event) error {
-		return q.EnqueueTx(ctx, tx, ev.ID, []string{"sink"}, ev.ReceivedAt)
-	}
 	body := make([]byte, 1024)
 	past := time.Now().Add(-time.Minute)
 	for done := 0; done < n; done += 5000 {

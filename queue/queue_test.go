@@ -82,6 +82,31 @@ func waitStatus(tb testing.TB, q *queue.Queue, event int64, status string) {
 	}
 }
 
+// waitCount waits up to timeout for want of the deliveries of events to
+// have status, and returns how many have it at the end.
+func waitCount(tb testing.TB, q *queue.Queue, events []int64, status string, want int, timeout time.Duration) int {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		byEvent, err := q.Deliveries(context.Background(), events)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		n := 0
+		for _, ds := range byEvent {
+			for _, d := range ds {
+				if d.Status == status {
+					n++
+				}
+			}
+		}
+		if n == want || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func TestQueue_StaleCompletionIsFenced(t *testing.T) {
 	ctx := context.Background()
 	q, events := MustOpen(t, "web")
@@ -273,28 +298,8 @@ func testManyWorkers(t *testing.T) {
 	}
 	t.Cleanup(p.Stop)
 
-	ctx := context.Background()
-	deadline := time.Now().Add(8 * time.Second)
-	for {
-		byEvent, err := q.Deliveries(ctx, ids)
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := 0
-		for _, ds := range byEvent {
-			for _, d := range ds {
-				if d.Status == queue.Done {
-					done++
-				}
-			}
-		}
-		if done == 2*n {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d deliveries done, want %d", done, 2*n)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if done := waitCount(t, q, ids, queue.Done, 2*n, 8*time.Second); done != 2*n {
+		t.Fatalf("%d deliveries done, want %d", done, 2*n)
 	}
 	p.Stop()
 
@@ -476,27 +481,8 @@ func TestPool_StopReturnsUnstartedJobs(t *testing.T) {
 	stopped := make(chan struct{})
 	go func() { p.Stop(); close(stopped) }()
 	// Stop returns the waiting jobs while the running attempt still runs.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		byEvent, err := q.Deliveries(context.Background(), ids)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pending := 0
-		for _, ds := range byEvent {
-			for _, d := range ds {
-				if d.Status == queue.Pending {
-					pending++
-				}
-			}
-		}
-		if pending == n-1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d waiting jobs returned to the queue while the attempt ran", pending, n-1)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if pending := waitCount(t, q, ids, queue.Pending, n-1, 5*time.Second); pending != n-1 {
+		t.Fatalf("%d of %d waiting jobs returned to the queue while the attempt ran", pending, n-1)
 	}
 	close(release)
 	select {
