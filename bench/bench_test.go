@@ -192,6 +192,14 @@ func TestSyncFloor(t *testing.T) {
 	if h.Percentile(0.5) <= 0 {
 		t.Errorf("median sync %v, want > 0", h.Percentile(0.5))
 	}
+	// A rate no disk keeps up with still stops when the time is up.
+	start := time.Now()
+	if _, err := bench.SyncFloor(context.Background(), t.TempDir(), 1e6, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("1,000,000 syncs a second for 0.1 s took %v, want it to stop after about 0.1 s", took)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := bench.SyncFloor(ctx, t.TempDir(), 200, time.Second); err == nil {

@@ -8,7 +8,8 @@ import (
 	"time"
 )
 
-// SyncFloor writes a 4 KiB page and fsyncs it, rate times a second for d,
+// SyncFloor writes a 4 KiB page and fsyncs it, rate times a second for d
+// (by the clock: a disk slower than rate ends it on time with fewer syncs),
 // in a scratch file in dir, and returns how long each write+fsync took: the
 // disk's own share of a durable ack at that rate. Each is timed alone, not
 // from its intended time: a slow one would otherwise make the next ones
@@ -25,39 +26,24 @@ func SyncFloor(ctx context.Context, dir string, rate float64, d time.Duration) (
 	defer f.Close()
 	page := make([]byte, 4096)
 	h := &Histogram{}
-	interval := time.Duration(float64(time.Second) / rate)
 	start := time.Now()
-	for i := 0; ; i++ {
-		at := start.Add(time.Duration(i) * interval)
-		if at.Sub(start) >= d {
-			return h, nil
-		}
-		if err := sleepUntil(ctx, at); err != nil {
-			return nil, err
-		}
+	i := 0
+	err = pace(ctx, start, start.Add(d), rate, func(time.Time) error {
 		t := time.Now()
-		// A WAL grows: append, wrapping at 4 MiB so the file stays small.
+		// Pages appended, then written over from the start once the file
+		// holds 4 MiB: as SQLite reuses its WAL after a checkpoint.
 		if _, err := f.WriteAt(page, int64(i%1024)*int64(len(page))); err != nil {
-			return nil, fmt.Errorf("sync floor: write %s: %w", filepath.Base(f.Name()), err)
+			return fmt.Errorf("write %s: %w", filepath.Base(f.Name()), err)
 		}
 		if err := f.Sync(); err != nil {
-			return nil, fmt.Errorf("sync floor: fsync %s: %w", filepath.Base(f.Name()), err)
+			return fmt.Errorf("fsync %s: %w", filepath.Base(f.Name()), err)
 		}
 		h.Record(time.Since(t))
-	}
-}
-
-func sleepUntil(ctx context.Context, at time.Time) error {
-	d := time.Until(at)
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
+		i++
 		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sync floor: %w", err)
 	}
+	return h, nil
 }

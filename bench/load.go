@@ -143,27 +143,42 @@ func Run(ctx context.Context, l Load) (*Stats, error) {
 // no connection is free to take is dropped and counted. lag records how late
 // each time was handed out.
 func schedule(ctx context.Context, sched chan<- time.Time, start, end time.Time, rate float64, lag *Histogram) (dropped int64) {
+	_ = pace(ctx, start, end, rate, func(at time.Time) error {
+		lag.Record(time.Since(at))
+		select {
+		case sched <- at:
+		default:
+			dropped++
+		}
+		return nil
+	})
+	return dropped
+}
+
+// pace calls fn at start, then every 1/rate seconds (at the time it was due,
+// or at once when late), until that time or the clock reaches end, fn fails,
+// or ctx ends. It returns fn's error or ctx's.
+func pace(ctx context.Context, start, end time.Time, rate float64, fn func(at time.Time) error) error {
 	interval := time.Duration(float64(time.Second) / rate)
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for i := int64(0); ; i++ {
 		at := start.Add(time.Duration(i) * interval)
-		if !at.Before(end) {
-			return dropped
+		if !at.Before(end) || !time.Now().Before(end) {
+			return nil
 		}
 		if d := time.Until(at); d > 0 {
 			t.Reset(d)
 			select {
 			case <-t.C:
 			case <-ctx.Done():
-				return dropped
+				return ctx.Err()
 			}
+		} else if err := ctx.Err(); err != nil {
+			return err
 		}
-		lag.Record(time.Since(at))
-		select {
-		case sched <- at:
-		default:
-			dropped++
+		if err := fn(at); err != nil {
+			return err
 		}
 	}
 }

@@ -83,7 +83,7 @@ func StartChild(ctx context.Context, argv, env []string) (*Child, error) {
 		return nil, fmt.Errorf("server exited before listening: %v: %s", c.err, c.stderr.String())
 	case <-t.C:
 		c.kill()
-		return nil, fmt.Errorf("server printed no %q line within 60s (is the store's disk slow or full?); it said: %s", ReadyPrefix, c.stderr.String())
+		return nil, fmt.Errorf("server printed no %q line within 60s (a hookbox server opens its store first: is that disk slow or full?); it said: %s", ReadyPrefix, c.stderr.String())
 	case <-ctx.Done():
 		c.kill()
 		return nil, ctx.Err()
