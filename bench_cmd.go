@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/signal"
@@ -262,7 +263,7 @@ func (b *benchCmd) endToEnd(ctx context.Context) error {
 	peer := bench.SpreadOf(bench.Values(b.rows, "backlog", "sink_cpu_us")).Median
 	if own+peer > 0 {
 		b.notes = append(b.notes, fmt.Sprintf("backlog drain: hookbox %.0f µs + sink %.0f µs of CPU a delivery (medians); %d CPUs fully busy would drain at most %.0f events/s",
-			own, peer, runtime.GOMAXPROCS(0), float64(runtime.GOMAXPROCS(0))*1e6/(own+peer)))
+			own, peer, cpus(), float64(cpus())*1e6/(own+peer)))
 	}
 	b.machineNote("backlog")
 	return nil
@@ -513,7 +514,7 @@ func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []str
 	defer child.Stop()
 	atStart, selfStart, err := procUsage(child)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w%s", name, err, serverSaid(child))
 	}
 	machineStart, machineErr := bench.ReadMachineCPU() // Linux only; else left out
 	wait, cancel := context.WithTimeout(ctx, 60*time.Second+10*b.duration)
@@ -528,10 +529,12 @@ func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []str
 		return fmt.Errorf("%s: only %d of %d deliveries done within %s (60s + 10 × --duration; lower --backlog or raise --duration on a slow machine)%s",
 			name, n, events, 60*time.Second+10*b.duration, serverSaid(child))
 	}
+	// The drain's end: read the usage now, before the scrape and the stop.
 	ps, self, err := procUsage(child)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w%s", name, err, serverSaid(child))
 	}
+	machine, machineEndErr := bench.ReadMachineCPU()
 	commits, err := bench.Counters(ctx, b.metrics, "http://"+child.Addr, "hookbox_store_commits_total", "hookbox_store_writes_total")
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
@@ -549,7 +552,7 @@ func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []str
 		"rss_mib": float64(ps.HWMKiB) / 1024, "cpu_us_per_ack": float64((ps.CPU - atStart.CPU).Microseconds()) / float64(events),
 		"writes_per_commit": float64(commits[1]) / float64(max(commits[0], 1)),
 	}}
-	if machine, err := bench.ReadMachineCPU(); machineErr == nil && err == nil {
+	if machineErr == nil && machineEndErr == nil {
 		row.Values["idle_pct"], row.Values["softirq_pct"], row.Values["steal_pct"] = machineStart.Shares(machine)
 	}
 	if sinkHere {
@@ -560,14 +563,19 @@ func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []str
 	return nil
 }
 
-// checkWritable creates path (empty) and removes it again.
+// checkWritable checks that path can be written, leaving a file already
+// there as it is (opened, not truncated) and creating none.
 func checkWritable(path string) error {
-	f, err := os.Create(path)
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		if f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
+			defer os.Remove(path)
+		}
+	}
 	if err != nil {
 		return err
 	}
-	f.Close()
-	return os.Remove(path)
+	return f.Close()
 }
 
 // procUsage reads the server's memory and CPU and this process's CPU.
@@ -636,6 +644,9 @@ func (b *benchCmd) fill(ctx context.Context, path string, events int, targets []
 		})
 		if err != nil {
 			db.Close()
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			return fmt.Errorf("fill %s with %d events: %w (stores go under $TMPDIR: is that disk full?)", path, events, err)
 		}
 		done += k
@@ -818,6 +829,10 @@ func col(key, head, format string) bench.Column {
 	return bench.Column{Key: key, Head: head, Format: format}
 }
 
+// cpus is the CPUs this process may use (GOMAXPROCS follows a container's
+// CPU limit): the figure the header and the drain's bound both give.
+func cpus() int { return runtime.GOMAXPROCS(0) }
+
 func (b *benchCmd) describe() string {
 	load := fmt.Sprintf("%d connections", b.conns)
 	switch b.mode {
@@ -829,7 +844,7 @@ func (b *benchCmd) describe() string {
 		load = fmt.Sprintf("%d workers", b.workers)
 	}
 	return fmt.Sprintf("mode %s, %s, %s a server, %d round(s), %d-byte GitHub-signed bodies, synchronous=full; %d CPUs, %s %s/%s",
-		b.mode, load, b.duration, b.rounds, len(b.req.Body), runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		b.mode, load, b.duration, b.rounds, len(b.req.Body), cpus(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
 func (b *benchCmd) report() error {
@@ -838,7 +853,7 @@ func (b *benchCmd) report() error {
 		enc := json.NewEncoder(b.stdout)
 		enc.Encode(map[string]any{"type": "run", "mode": b.mode, "conns": b.conns, "duration_s": b.duration.Seconds(),
 			"rounds": b.rounds, "rate": b.rate, "prefill": b.prefill, "backlog": b.backlog, "body_size": len(b.req.Body),
-			"workers": b.workers, "cpus": runtime.NumCPU(), "go": runtime.Version(), "notes": b.notes})
+			"workers": b.workers, "cpus": cpus(), "go": runtime.Version(), "notes": b.notes})
 		for _, r := range b.rows {
 			line := map[string]any{"type": "round", "round": r.Round, "server": r.Server}
 			for k, v := range r.Values {

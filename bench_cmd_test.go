@@ -7,7 +7,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
@@ -64,14 +66,27 @@ func TestBench(t *testing.T) {
 				t.Errorf("no progress lines on stderr")
 			}
 			got := map[string]map[string]any{}
+			maxDepth := -1.0
 			for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
 				var v map[string]any
 				if err := json.Unmarshal([]byte(line), &v); err != nil {
 					t.Fatalf("line %q is not JSON: %v", line, err)
 				}
-				if v["type"] == "round" {
+				switch v["type"] {
+				case "round":
 					got[v["server"].(string)] = v
+				case "queue_depth":
+					samples, _ := v["samples"].([]any)
+					for _, sm := range samples {
+						if pair, ok := sm.([]any); ok && len(pair) == 2 {
+							maxDepth = max(maxDepth, pair[1].(float64))
+						}
+					}
 				}
+			}
+			// Accepted events outrun the deliveries while the load runs.
+			if tt.name == "EndToEnd" && !(maxDepth > 0) {
+				t.Errorf("e2e queue depth samples peak at %v, want a queue that grew (> 0):\n%s", maxDepth, stdout.String())
 			}
 			for _, s := range tt.servers {
 				row, ok := got[s]
@@ -233,5 +248,31 @@ func TestBench_CPUProfileUnwritable(t *testing.T) {
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("took %s: the rounds ran before the profile path was checked", d)
+	}
+}
+
+// Checking the --cpuprofile path neither truncates a file already there nor
+// leaves a new one behind.
+func TestCheckWritable(t *testing.T) {
+	dir := t.TempDir()
+	existing := filepath.Join(dir, "old.pprof")
+	if err := os.WriteFile(existing, []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkWritable(existing); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(existing); string(b) != "keep me" {
+		t.Errorf("existing file now holds %q, want it untouched", b)
+	}
+	fresh := filepath.Join(dir, "new.pprof")
+	if err := checkWritable(fresh); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(fresh); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the check left %s behind (stat: %v)", fresh, err)
+	}
+	if err := checkWritable(filepath.Join(dir, "missing", "p.pprof")); err == nil {
+		t.Error("a path in a missing directory: no error")
 	}
 }
