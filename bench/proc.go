@@ -290,10 +290,10 @@ func Every(d time.Duration, f func()) (stop func()) {
 // MachineCPU is the time all of the machine's CPUs spent in each state, in
 // clock ticks, from the first line of /proc/stat.
 type MachineCPU struct {
-	Idle    uint64 // idle, and idle waiting for I/O
-	SoftIRQ uint64 // interrupt work such as loopback network delivery, charged to no process
-	Steal   uint64 // taken by the hypervisor for other guests
-	Total   uint64
+	idle    uint64 // idle, and idle waiting for I/O
+	softIRQ uint64 // interrupt work such as loopback network delivery, charged to no process
+	steal   uint64 // taken by the hypervisor for other guests
+	total   uint64
 }
 
 // ReadMachineCPU reads the machine's CPU time by state (Linux).
@@ -320,9 +320,9 @@ func parseMachineCPU(stat []byte) (MachineCPU, error) {
 		}
 		v[i] = n
 	}
-	m := MachineCPU{Idle: v[3] + v[4], SoftIRQ: v[6], Steal: v[7]}
+	m := MachineCPU{idle: v[3] + v[4], softIRQ: v[6], steal: v[7]}
 	for _, n := range v {
-		m.Total += n
+		m.total += n
 	}
 	return m, nil
 }
@@ -330,10 +330,10 @@ func parseMachineCPU(stat []byte) (MachineCPU, error) {
 // Shares returns the idle, softirq and steal percentages of the time
 // between m and a later reading.
 func (m MachineCPU) Shares(later MachineCPU) (idle, softirq, steal float64) {
-	total := float64(later.Total - m.Total)
+	total := float64(later.total - m.total)
 	if total <= 0 {
 		return 0, 0, 0
 	}
 	pct := func(a, b uint64) float64 { return 100 * float64(b-a) / total }
-	return pct(m.Idle, later.Idle), pct(m.SoftIRQ, later.SoftIRQ), pct(m.Steal, later.Steal)
+	return pct(m.idle, later.idle), pct(m.softIRQ, later.softIRQ), pct(m.steal, later.steal)
 }

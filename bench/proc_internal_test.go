@@ -32,7 +32,7 @@ func TestMachineCPU_Shares(t *testing.T) {
 	}
 	if runtime.GOOS == "linux" {
 		m, err := ReadMachineCPU()
-		if err != nil || m.Total == 0 || m.Idle > m.Total {
+		if err != nil || m.total == 0 || m.idle > m.total {
 			t.Errorf("this machine: %+v, %v", m, err)
 		}
 	}
