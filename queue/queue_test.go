@@ -704,7 +704,8 @@ func TestQueue_Renew(t *testing.T) {
 	q, events := MustOpen(t, "sink")
 	ctx := context.Background()
 	now := time.Now()
-	a, b := mustIngest(t, events, "evt_a", now.Add(-time.Minute)), mustIngest(t, events, "evt_b", now.Add(-time.Minute))
+	mustIngest(t, events, "evt_a", now.Add(-time.Minute))
+	mustIngest(t, events, "evt_b", now.Add(-time.Minute))
 	jobs, err := q.Claim(ctx, 2, time.Minute, now)
 	if err != nil || len(jobs) != 2 {
 		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
@@ -719,9 +720,6 @@ func TestQueue_Renew(t *testing.T) {
 		t.Fatalf("renew: %d renewed, %v; want 1 (the other is done)", n, err)
 	}
 	running := jobs[1]
-	if running.Event != a && running.Event != b {
-		t.Fatalf("job for event %d", running.Event)
-	}
 	if d := mustDelivery(t, q, running.Event); d.Status != queue.Running || !d.RunAt.Equal(later.Add(time.Minute).Truncate(time.Millisecond)) {
 		t.Errorf("renewed delivery: %s, lease until %v; want running until %v", d.Status, d.RunAt, later.Add(time.Minute).Truncate(time.Millisecond))
 	}
