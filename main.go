@@ -13,10 +13,12 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/rs/zerolog/diode"
 
 	"hookbox/config"
 	"hookbox/dedupe"
@@ -276,10 +278,11 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	logger, err := newLogger(c.stderr, *level, *format)
+	logger, closeLog, err := newLogger(c.stderr, *level, *format)
 	if err != nil {
 		return err
 	}
+	defer closeLog()
 	m := NewMain(cfg, logger)
 	m.LocalSink = local
 
@@ -301,6 +304,7 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	go func() {
 		<-sigs
 		logger.Warn().Msg("second signal: exiting now; running deliveries will be retried at the next start")
+		closeLog()
 		os.Exit(1)
 	}()
 	if err := m.Close(); err != nil {
@@ -328,10 +332,25 @@ func (c *cli) banner(m *Main) {
 `, version, m.Config.Store.Path, addr)
 }
 
-func newLogger(w io.Writer, level, format string) (zerolog.Logger, error) {
+// logRing is how many log lines may wait for a stalled log output before
+// the oldest are dropped; logFlushWait bounds how long the exit waits for
+// the output to take what is left.
+const (
+	logRing      = 1024
+	logFlushWait = 2 * time.Second
+)
+
+// newLogger returns serve's logger on w and the function that flushes it at
+// exit. Lines reach w through a goroutine of their own: the request
+// handlers and the store's single writer log as they go, and an output that
+// stalls (a full pipe nobody reads, a paused terminal, a journal that is
+// behind) must not stall them, or acks and commits would wait for the log.
+// When logRing lines are waiting, the oldest are dropped, and a warning says
+// how many once the output takes lines again.
+func newLogger(w io.Writer, level, format string) (zerolog.Logger, func(), error) {
 	lvl, err := zerolog.ParseLevel(level)
 	if err != nil || level == "" {
-		return zerolog.Logger{}, &usageError{fmt.Sprintf("--log-level %q: want debug, info, warn or error", level)}
+		return zerolog.Logger{}, nil, &usageError{fmt.Sprintf("--log-level %q: want debug, info, warn or error", level)}
 	}
 	switch format {
 	case "json":
@@ -342,10 +361,30 @@ func newLogger(w io.Writer, level, format string) (zerolog.Logger, error) {
 			w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
 		}
 	default:
-		return zerolog.Logger{}, &usageError{fmt.Sprintf("--log-format %q: want json, console or auto", format)}
+		return zerolog.Logger{}, nil, &usageError{fmt.Sprintf("--log-format %q: want json, console or auto", format)}
 	}
-	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+	// The warning is written by the goroutine that writes every line, so
+	// it cannot interleave with one.
+	direct := zerolog.New(w).With().Timestamp().Logger()
+	ring := diode.NewWriter(writeOnly{w}, logRing, 0, func(missed int) {
+		direct.Warn().Int("dropped_lines", missed).Msg("the log output was not keeping up: log lines were dropped")
+	})
+	var once sync.Once
+	closeLog := func() {
+		once.Do(func() {
+			done := make(chan struct{})
+			go func() { ring.Close(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(logFlushWait):
+			}
+		})
+	}
+	return zerolog.New(ring).Level(lvl).With().Timestamp().Logger(), closeLog, nil
 }
+
+// writeOnly hides a writer's Close: flushing the log must not close stderr.
+type writeOnly struct{ io.Writer }
 
 func isTerminal(f *os.File) bool {
 	fi, err := f.Stat()
