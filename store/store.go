@@ -326,13 +326,9 @@ func (db *DB) Stats() Stats {
 // Write returns ErrClosed once Close has begun.
 func (db *DB) Write(ctx context.Context, fn func(*sql.Tx) error) error {
 	o := &op{ctx: ctx, fn: fn, done: make(chan struct{})}
-	db.mu.RLock()
-	if db.closed {
-		db.mu.RUnlock()
-		return ErrClosed
+	if err := db.enqueue(o); err != nil {
+		return err
 	}
-	db.ops <- o
-	db.mu.RUnlock()
 	// The write cannot be abandoned once queued: the caller must learn
 	// whether it committed, so wait for the writer rather than ctx.
 	<-o.done
@@ -344,7 +340,12 @@ func (db *DB) Write(ctx context.Context, fn func(*sql.Tx) error) error {
 // on the writer goroutine: it must be quick and must not call Write. It
 // returns ErrClosed, without calling done, once Close has begun.
 func (db *DB) WriteAsync(ctx context.Context, fn func(*sql.Tx) error, done func(error)) error {
-	o := &op{ctx: ctx, fn: fn, cb: done}
+	return db.enqueue(&op{ctx: ctx, fn: fn, cb: done})
+}
+
+// enqueue hands o to the writer, or returns ErrClosed once Close has begun
+// (Close takes the lock to close the queue).
+func (db *DB) enqueue(o *op) error {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	if db.closed {
