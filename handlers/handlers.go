@@ -7,6 +7,7 @@
 package handlers
 
 import (
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -97,6 +98,31 @@ func (w *headTail) Write(p []byte) (int, error) {
 	w.tail = append(w.tail, p...)
 	return n, nil
 }
+
+// ReadFrom is how os/exec's goroutine drains a command's output pipe into w
+// (io.Copy prefers it): through a pooled buffer, where io.Copy would
+// allocate and zero a fresh 32 KiB one for every run. It reads until EOF
+// or a read error, which it returns.
+func (w *headTail) ReadFrom(r io.Reader) (int64, error) {
+	bp := copyBufs.Get().(*[32 << 10]byte)
+	defer copyBufs.Put(bp)
+	var n int64
+	for {
+		k, err := r.Read(bp[:])
+		if k > 0 {
+			w.Write(bp[:k])
+			n += int64(k)
+		}
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
+var copyBufs = sync.Pool{New: func() any { return new([32 << 10]byte) }}
 
 // String returns head, an omission marker if bytes were dropped, and tail. Invalid
 // UTF-8 (binary output, or a rune cut at a boundary) is replaced, since the text is
