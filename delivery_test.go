@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -1110,10 +1111,21 @@ if [ -e "$OUT/slow" ]; then sleep 30; fi
 echo "end-$HOOKBOX_EVENT_ID" >> "$OUT/runs"
 `
 
+// overlapScript is slowOnceScript that first records "overlap-ID" if the
+// run before it (its pid in $OUT/pid) still runs when it starts. A run that
+// ended but was not reaped yet (a zombie: its parent was killed, and
+// adoption and reaping take a moment) does not count.
+const overlapScript = `prev=$(cat "$OUT/pid" 2>/dev/null)
+if [ -n "$prev" ] && kill -0 "$prev" 2>/dev/null && ! grep -qs ') Z ' "/proc/$prev/stat"; then echo "overlap-$HOOKBOX_EVENT_ID" >> "$OUT/runs"; fi
+` + slowOnceScript
+
+// A SIGKILLed hookbox cannot end the command it was running: at the next
+// start hookbox stops that command's process group before it runs the
+// delivery again, so the two never overlap.
 func TestServe_KillNineDuringDelivery(t *testing.T) {
 	bin := buildHookbox(t)
 	dir, out := t.TempDir(), t.TempDir()
-	script := writeTargetScript(t, slowOnceScript)
+	script := writeTargetScript(t, overlapScript)
 	if err := os.WriteFile(filepath.Join(out, "slow"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -1139,8 +1151,12 @@ func TestServe_KillNineDuringDelivery(t *testing.T) {
 		t.Fatalf("after SIGKILL: status=%s, want running (left by the killed process)", d.Status)
 	}
 
+	if pidGone(orphan) {
+		t.Fatal("the target died with hookbox: nothing left to test")
+	}
+
 	os.Remove(filepath.Join(out, "slow"))
-	startServe(t, bin, cfg, addr)
+	p = startServe(t, bin, cfg, addr)
 	var d deliveryLine
 	waitFor(t, 8*time.Second, "the delivery to be done after the restart", func() bool {
 		d = binDelivery(t, bin, cfg, "evt_k")
@@ -1149,8 +1165,20 @@ func TestServe_KillNineDuringDelivery(t *testing.T) {
 	if d.Attempts != 2 {
 		t.Errorf("attempts=%d, want 2 (the interrupted one and the rerun)", d.Attempts)
 	}
-	if got, want := strings.Join(readFileLines(t, filepath.Join(out, "runs")), " "), "start-evt_k start-evt_k end-evt_k"; got != want {
-		t.Errorf("target runs=%q, want %q (ran again after the restart)", got, want)
+	want := "start-evt_k start-evt_k end-evt_k"
+	if runtime.GOOS != "linux" {
+		want = "start-evt_k overlap-evt_k start-evt_k end-evt_k" // finding leftovers needs /proc
+	}
+	if got := strings.Join(readFileLines(t, filepath.Join(out, "runs")), " "); got != want {
+		t.Errorf("target runs=%q, want %q (the first run stopped before the rerun, which ran to its end)", got, want)
+	}
+	if runtime.GOOS == "linux" {
+		if !pidGone(orphan) {
+			t.Errorf("the killed hookbox's command (pid %d) still runs after the restart", orphan)
+		}
+		if !strings.Contains(p.output.String(), "stopping a command left running by the previous process") {
+			t.Errorf("the restart did not log the stopped command:\n%s", p.output.String())
+		}
 	}
 }
 

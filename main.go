@@ -172,6 +172,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}, &ingester{events: m.Events, routes: routes, pool: m.Pool})
 	m.Metrics.Receiver = &m.Receiver.Counters
 
+	// Before the pool retries what the previous process left running: a
+	// command attempt it started may still run, and must not overlap its
+	// rerun.
+	m.stopLeftovers(ctx)
 	if err := m.Pool.Start(ctx); err != nil {
 		return err
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"path/filepath"
 
 	"hookbox/config"
 	"hookbox/dedupe"
@@ -119,8 +121,15 @@ type deliverer interface {
 	Deliver(ctx context.Context, d handlers.Delivery) (handlers.Result, error)
 }
 
-// buildTargets turns [[target]] into queue targets.
+// buildTargets turns [[target]] into queue targets. A command target's
+// environment also names the target and the store (HOOKBOX_TARGET,
+// HOOKBOX_STORE): that is how a restarted hookbox finds the processes of
+// attempts its killed predecessor left running (stopLeftovers).
 func buildTargets(cfg config.Config) ([]queue.Target, error) {
+	store, err := filepath.Abs(cfg.Store.Path)
+	if err != nil {
+		return nil, fmt.Errorf("store path: %w", err)
+	}
 	out := make([]queue.Target, 0, len(cfg.Targets))
 	for _, t := range cfg.Targets {
 		var h queue.Handler
@@ -128,7 +137,12 @@ func buildTargets(cfg config.Config) ([]queue.Target, error) {
 		case t.URL != "":
 			h = handle(handlers.NewURL(t.URL, t.Timeout.D()), false)
 		case len(t.Command) > 0:
-			h = handle(handlers.NewCommand(t.Command, t.Env, t.Timeout.D()), true)
+			env := maps.Clone(t.Env)
+			if env == nil {
+				env = make(map[string]string, 2)
+			}
+			env["HOOKBOX_TARGET"], env["HOOKBOX_STORE"] = t.Name, store
+			h = handle(handlers.NewCommand(t.Command, env, t.Timeout.D()), true)
 		default:
 			return nil, fmt.Errorf("target %s: neither url nor command", t.Name)
 		}
@@ -194,4 +208,48 @@ func (n *alertNotifier) Notify(ctx context.Context, a queue.Alert) error {
 		}, body)
 	}
 	return err
+}
+
+// stopLeftovers ends the processes of command attempts that the previous
+// process on this store left running when it died without stopping them
+// (SIGKILL, a crash): their deliveries are still marked running, and the
+// pool is about to run them again. Processes of finished deliveries (a
+// daemon a target started on purpose) are left alone. Linux only: it reads
+// /proc.
+func (m *Main) stopLeftovers(ctx context.Context) {
+	log := m.component("queue")
+	store, err := filepath.Abs(m.Config.Store.Path)
+	if err != nil {
+		return
+	}
+	procs, err := handlers.Leftovers(store)
+	if err != nil || len(procs) == 0 {
+		if err != nil {
+			log.Warn().Err(err).Msg("could not look for processes left running by the previous process")
+		}
+		return
+	}
+	running, err := m.Queue.Running(ctx)
+	if err != nil {
+		log.Warn().Err(err).Msg("could not look for processes left running by the previous process")
+		return
+	}
+	held := make(map[queue.RunningKey]bool, len(running))
+	for _, r := range running {
+		held[r] = true
+	}
+	var stale []handlers.Leftover
+	for _, p := range procs {
+		if held[queue.RunningKey{Source: p.Source, EventID: p.EventID, Target: p.Target}] {
+			stale = append(stale, p)
+		}
+	}
+	if len(stale) == 0 {
+		return
+	}
+	for _, p := range stale {
+		log.Warn().Int("pid", p.PID).Str("source", p.Source).Str("event_id", p.EventID).Str("target", p.Target).
+			Msg("stopping a command left running by the previous process, before its delivery runs again")
+	}
+	handlers.StopLeftovers(stale, handlers.KillGrace)
 }

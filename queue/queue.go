@@ -332,6 +332,34 @@ func (q *Queue) NextDue(ctx context.Context, except []int64) (time.Time, bool, e
 	return time.UnixMilli(at), true, nil
 }
 
+// RunningKey names a running delivery the way its command's environment
+// does (HOOKBOX_SOURCE, HOOKBOX_EVENT_ID, HOOKBOX_TARGET).
+type RunningKey struct{ Source, EventID, Target string }
+
+// Running lists the deliveries marked running. Before Recover, these are
+// the ones a stopped process left behind.
+func (q *Queue) Running(ctx context.Context) ([]RunningKey, error) {
+	rows, err := q.db.Reader().QueryContext(ctx, `SELECT e.source, e.event_id, d.target
+		FROM deliveries d INDEXED BY deliveries_due JOIN events e ON e.id = d.event
+		WHERE `+dueCondition+` AND d.status = 'running'`)
+	if err != nil {
+		return nil, fmt.Errorf("running deliveries: %w", err)
+	}
+	defer rows.Close()
+	var out []RunningKey
+	for rows.Next() {
+		var k RunningKey
+		if err := rows.Scan(&k.Source, &k.EventID, &k.Target); err != nil {
+			return nil, fmt.Errorf("running deliveries: %w", err)
+		}
+		out = append(out, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("running deliveries: %w", err)
+	}
+	return out, nil
+}
+
 // Recover makes every delivery left running by a stopped process due now.
 // Run it at startup, when no worker of this store can be running.
 func (q *Queue) Recover(ctx context.Context, now time.Time) (int64, error) {
