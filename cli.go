@@ -135,16 +135,23 @@ func (c *cli) loadConfig(path string, getenv func(string) string) (cfg config.Co
 
 // openStore opens an existing store for the read commands.
 func (c *cli) openStore(path string) (*store.DB, error) {
+	_, db, err := c.openStoreConfig(path)
+	return db, err
+}
+
+// openStoreConfig is openStore that also returns the config it read.
+func (c *cli) openStoreConfig(path string) (config.Config, *store.DB, error) {
 	// Reading the store needs its path, not the secrets: a read command run
 	// without the service's environment must still work.
 	cfg, _, err := c.loadConfig(path, nil)
 	if err != nil {
-		return nil, err
+		return cfg, nil, err
 	}
 	if _, err := os.Stat(cfg.Store.Path); err != nil {
-		return nil, fmt.Errorf("no store at %s (start hookbox serve there first, or pass --config): %w", cfg.Store.Path, err)
+		return cfg, nil, fmt.Errorf("no store at %s (start hookbox serve there first, or pass --config): %w", cfg.Store.Path, err)
 	}
-	return store.Open(cfg.Store.Path, store.Options{Synchronous: cfg.Store.Synchronous, Logger: zerolog.Nop()})
+	db, err := store.Open(cfg.Store.Path, store.Options{Synchronous: cfg.Store.Synchronous, Logger: zerolog.Nop()})
+	return cfg, db, err
 }
 
 func (c *cli) check(args []string) error {
@@ -299,7 +306,11 @@ func (c *cli) events(ctx context.Context, args []string) error {
 		return err
 	}
 	if len(list) == 0 {
-		fmt.Fprintln(c.stderr, "no events stored yet")
+		if *source != "" || *status != "" {
+			fmt.Fprintln(c.stderr, "no events match")
+		} else {
+			fmt.Fprintln(c.stderr, "no events stored yet")
+		}
 	}
 	return nil
 }
@@ -527,16 +538,30 @@ func (c *cli) replay(ctx context.Context, args []string) error {
 	if sel.Event == 0 && !sel.DeadOnly && sel.Since.IsZero() {
 		return &usageError{"replay: give an event number, --dead, or --since"}
 	}
-	db, err := c.openStore(*path)
+	cfg, db, err := c.openStoreConfig(*path)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	// A config with targets (serve's) names them all; one that only points
+	// at the store cannot tell a typo.
+	if sel.Target != "" && len(cfg.Targets) > 0 && !slices.ContainsFunc(cfg.Targets, func(t config.Target) bool { return t.Name == sel.Target }) {
+		names := make([]string, len(cfg.Targets))
+		for i, t := range cfg.Targets {
+			names[i] = t.Name
+		}
+		return &usageError{fmt.Sprintf("replay: --target %q: no such target in the config (targets: %s)", sel.Target, strings.Join(names, ", "))}
+	}
+	if sel.Event > 0 {
+		if _, err := dedupe.New(db).Get(ctx, sel.Event); err != nil {
+			return err
+		}
+	}
 	r, err := queue.New(db).Replay(ctx, sel, now)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stdout, "%d deliveries queued again; a running hookbox picks them up within a second\n", r.Queued)
+	fmt.Fprintf(c.stdout, "%d deliveries queued again; hookbox serve runs them within a second (at its next start if it is not running)\n", r.Queued)
 	if r.Swept > 0 {
 		fmt.Fprintf(c.stdout, "%d deliveries left out: their event's payload was removed by retention (retention.payloads), so they cannot run again\n", r.Swept)
 	}

@@ -2,7 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -90,6 +94,26 @@ func TestReplay(t *testing.T) {
 		}
 		if out := cliRun(t, tm.Dir, "dead"); strings.Contains(out, "evt_") {
 			t.Errorf("replay of swept events made dead letters:\n%s", out)
+		}
+	})
+	t.Run("Mistakes are named", func(t *testing.T) {
+		cfg := storeConfig(t, tm.Dir)
+		if _, _, err := runCLI(t, "replay", "--config", cfg, "999999"); err == nil || !strings.Contains(err.Error(), "event 999999: event not found") {
+			t.Errorf("replay of an unknown event: %v, want event 999999: event not found", err)
+		}
+		// serve's own config, which names its targets.
+		serveCfg := filepath.Join(t.TempDir(), "serve.toml")
+		text := deadConfig(web.URL, "http://127.0.0.1:1/unused") + fmt.Sprintf("\n[store]\npath = %q\n", filepath.Join(tm.Dir, "hookbox.db"))
+		if err := os.WriteFile(serveCfg, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := runCLI(t, "replay", "--config", serveCfg, "--target", "nosuch", strconv.FormatInt(a, 10))
+		var usage *usageError
+		if !errors.As(err, &usage) || !strings.Contains(err.Error(), `--target "nosuch": no such target`) || !strings.Contains(err.Error(), "web") {
+			t.Errorf("replay --target nosuch: %v, want a usage error naming the flag and the configured targets", err)
+		}
+		if _, stderr, err := runCLI(t, "events", "--config", cfg, "--source", "nosuch"); err != nil || !strings.Contains(stderr, "no events match") {
+			t.Errorf("events --source nosuch: err=%v stderr=%q, want no events match (events are stored)", err, stderr)
 		}
 	})
 	t.Run("Needs a selection", func(t *testing.T) {

@@ -116,4 +116,3 @@ func TestSweep_EventNumbersAreNotReused(t *testing.T) {
 		t.Errorf("resend of the newest swept event: duplicate=%v err=%v, want duplicate", res.Duplicate, err)
 	}
 }
-
