@@ -359,7 +359,9 @@ func newLogger(w io.Writer, level, format string) (zerolog.Logger, func(), error
 	switch format {
 	case "json":
 	case "console":
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
+		// Colours only on a terminal: in a file they are escape codes.
+		f, ok := w.(*os.File)
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339, NoColor: !ok || !isTerminal(f)}
 	case "auto":
 		if f, ok := w.(*os.File); ok && isTerminal(f) {
 			w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}

@@ -210,7 +210,7 @@ func (p *Pool) Stop() {
 		select {
 		case <-done:
 		case <-time.After(p.cfg.Grace):
-			p.log.Warn().Dur("grace", p.cfg.Grace).Msg("attempts still running after the grace period: cancelling and releasing them")
+			p.log.Warn().Str("grace", p.cfg.Grace.String()).Msg("attempts still running after the grace period: cancelling and releasing them")
 			p.stopRun()
 			<-done
 		}
@@ -417,7 +417,7 @@ func (p *Pool) recorded(j *Job, f Finish, out Outcome, err error) {
 	}
 	switch {
 	case out.Err == nil:
-		jobLog(p.log.Debug(), j).Dur("took", f.Attempt.Duration).Msg("delivered")
+		jobLog(p.log.Debug(), j).Str("took", f.Attempt.Duration.String()).Msg("delivered")
 		if p.cfg.OnDone != nil {
 			p.cfg.OnDone(j.ReceivedAt)
 		}
