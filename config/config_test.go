@@ -299,6 +299,7 @@ func TestParse_Validation(t *testing.T) {
 		{"Max attempts zero", "[delivery]\nmax_attempts = 0\n", "delivery.max_attempts", "0"},
 		{"Backoff zero", "[delivery]\nbackoff = \"0s\"\nmax_backoff = \"0s\"\n", "delivery.backoff", "0s"},
 		{"Max backoff below backoff", "[delivery]\nbackoff = \"1m\"\nmax_backoff = \"30s\"\n", "delivery.max_backoff", "30s"},
+		{"Backoff unreadable, max backoff below the default", "[delivery]\nbackoff = \"2x\"\nmax_backoff = \"1s\"\n", "delivery.backoff", "2x"},
 		{"Lease zero", "[delivery]\nlease = \"0s\"\n", "delivery.lease", "0s"},
 		{"Lease not above target timeout", srcStripe + tgt + "url = \"http://127.0.0.1/\"\ntimeout = \"5m\"\n", "delivery.lease", "5m"},
 

@@ -170,7 +170,9 @@ func validateDelivery(sc scope, d *Delivery) {
 		sc.add("max_attempts", strconv.Itoa(d.MaxAttempts), "must be at least 1")
 	}
 	positive(sc, "backoff", d.Backoff)
-	if d.MaxBackoff < d.Backoff {
+	// Against a backoff that did not decode, the comparison would be with
+	// the default, which the file never said.
+	if d.MaxBackoff < d.Backoff && !sc.p.failed[sc.key+".backoff"] {
 		sc.addf("max_backoff", d.MaxBackoff.String(), "must be at least delivery.backoff (%s)", d.Backoff)
 	}
 	positive(sc, "lease", d.Lease)
