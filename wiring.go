@@ -126,7 +126,7 @@ type deliverer interface {
 // HOOKBOX_STORE): that is how a restarted hookbox finds the processes of
 // attempts its killed predecessor left running (stopLeftovers).
 func buildTargets(cfg config.Config) ([]queue.Target, error) {
-	store, err := filepath.Abs(cfg.Store.Path)
+	store, err := storeIdentity(cfg.Store.Path)
 	if err != nil {
 		return nil, fmt.Errorf("store path: %w", err)
 	}
@@ -218,7 +218,7 @@ func (n *alertNotifier) Notify(ctx context.Context, a queue.Alert) error {
 // /proc.
 func (m *Main) stopLeftovers(ctx context.Context) {
 	log := m.component("queue")
-	store, err := filepath.Abs(m.Config.Store.Path)
+	store, err := storeIdentity(m.Config.Store.Path)
 	if err != nil {
 		return
 	}
@@ -252,4 +252,18 @@ func (m *Main) stopLeftovers(ctx context.Context) {
 			Msg("stopping a command left running by the previous process, before its delivery runs again")
 	}
 	handlers.StopLeftovers(stale, handlers.KillGrace)
+}
+
+// storeIdentity is the store's path as command targets see it in
+// HOOKBOX_STORE: absolute, with symbolic links resolved, so that a store
+// named another way in the next start's config is still recognised.
+func storeIdentity(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		return real, nil
+	}
+	return abs, nil // not created yet
 }

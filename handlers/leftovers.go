@@ -7,6 +7,9 @@ package handlers
 type Leftover struct {
 	PID, PGID               int
 	Source, EventID, Target string // from the attempt's environment
+
+	sid   int    // session
+	start uint64 // start time, to tell it from a later process with its pid
 }
 
 // KillGrace is how long a command's process group has between SIGTERM and

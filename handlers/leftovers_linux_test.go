@@ -1,6 +1,7 @@
 package handlers_test
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -103,5 +104,71 @@ func TestLeftovers(t *testing.T) {
 	case <-otherDone:
 		t.Error("the other store's process was stopped too")
 	default:
+	}
+}
+
+// readPID waits for a pid written to path by a test process.
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile(path); err == nil && len(b) > 0 && b[len(b)-1] == '\n' {
+			pid, err := strconv.Atoi(string(b[:len(b)-1]))
+			if err != nil {
+				t.Fatalf("%s: %q", path, b)
+			}
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pid in %s", path)
+		}
+	}
+}
+
+func gone(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] == 'Z'
+}
+
+// A member of the attempt's group that the scan cannot see (it cleared its
+// environment) and that ignores SIGTERM still gets the group's SIGKILL; a
+// process that left for a session of its own on purpose (setsid) is not a
+// leftover and is left running.
+func TestLeftovers_HiddenMemberAndEscapedSession(t *testing.T) {
+	store := "/nonexistent/" + strconv.Itoa(time.Now().Nanosecond()) + "/hookbox.db"
+	dir := t.TempDir()
+	hidden, daemon := filepath.Join(dir, "hidden"), filepath.Join(dir, "daemon")
+	startMarked(t, store, `env -i /bin/sh -c 'trap "" TERM; echo $$ > `+hidden+`; while :; do sleep 0.05; done' &
+setsid /bin/sh -c 'echo $$ > `+daemon+`; exec sleep 30' &
+wait`)
+	hiddenPID, daemonPID := readPID(t, hidden), readPID(t, daemon)
+	t.Cleanup(func() {
+		syscall.Kill(hiddenPID, syscall.SIGKILL)
+		syscall.Kill(daemonPID, syscall.SIGKILL)
+	})
+	procs, err := handlers.Leftovers(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range procs {
+		if p.PID == hiddenPID || p.PID == daemonPID {
+			t.Errorf("listed pid %d (hidden %d, daemon %d): %+v", p.PID, hiddenPID, daemonPID, procs)
+		}
+	}
+	if len(procs) == 0 {
+		t.Fatal("the marked shell was not listed")
+	}
+	handlers.StopLeftovers(procs, 300*time.Millisecond)
+	for deadline := time.Now().Add(2 * time.Second); !gone(hiddenPID) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !gone(hiddenPID) {
+		t.Error("the unlisted group member that ignores SIGTERM still runs after StopLeftovers")
+	}
+	if gone(daemonPID) {
+		t.Error("the process in a session of its own (setsid) was stopped too")
 	}
 }
