@@ -13,12 +13,10 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/rs/zerolog/diode"
 
 	"hookbox/config"
 	"hookbox/dedupe"
@@ -337,7 +335,7 @@ func (c *cli) banner(m *Main) {
 }
 
 // logRing is how many log lines may wait for a stalled log output before
-// the oldest are dropped; logFlushWait bounds how long the exit waits for
+// further ones are dropped; logFlushWait bounds how long the exit waits for
 // the output to take what is left.
 const (
 	logRing      = 1024
@@ -349,8 +347,8 @@ const (
 // handlers and the store's single writer log as they go, and an output that
 // stalls (a full pipe nobody reads, a paused terminal, a journal that is
 // behind) must not stall them, or acks and commits would wait for the log.
-// When logRing lines are waiting, the oldest are dropped, and a warning says
-// how many once the output takes lines again.
+// When logRing lines are waiting, further ones are dropped, and a warning
+// says how many once the output takes lines again (logWriter).
 func newLogger(w io.Writer, level, format string) (zerolog.Logger, func(), error) {
 	lvl, err := zerolog.ParseLevel(level)
 	if err != nil || level == "" {
@@ -369,28 +367,12 @@ func newLogger(w io.Writer, level, format string) (zerolog.Logger, func(), error
 	default:
 		return zerolog.Logger{}, nil, &usageError{fmt.Sprintf("--log-format %q: want json, console or auto", format)}
 	}
-	// The warning is written by the goroutine that writes every line, so
-	// it cannot interleave with one.
 	direct := zerolog.New(w).With().Timestamp().Logger()
-	ring := diode.NewWriter(writeOnly{w}, logRing, 0, func(missed int) {
-		direct.Warn().Int("dropped_lines", missed).Msg("the log output was not keeping up: log lines were dropped")
+	lw := newLogWriter(w, logRing, func(n int64) {
+		direct.Warn().Int64("dropped_lines", n).Msg("the log output was not keeping up: log lines were dropped")
 	})
-	var once sync.Once
-	closeLog := func() {
-		once.Do(func() {
-			done := make(chan struct{})
-			go func() { ring.Close(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(logFlushWait):
-			}
-		})
-	}
-	return zerolog.New(ring).Level(lvl).With().Timestamp().Logger(), closeLog, nil
+	return zerolog.New(lw).Level(lvl).With().Timestamp().Logger(), func() { lw.Close(logFlushWait) }, nil
 }
-
-// writeOnly hides a writer's Close: flushing the log must not close stderr.
-type writeOnly struct{ io.Writer }
 
 func isTerminal(f *os.File) bool {
 	fi, err := f.Stat()

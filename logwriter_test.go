@@ -1,0 +1,98 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// gateWriter blocks every Write until open is closed, then records.
+type gateWriter struct {
+	open chan struct{}
+	mu   sync.Mutex
+	b    strings.Builder
+}
+
+func (g *gateWriter) Write(p []byte) (int, error) {
+	<-g.open
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.b.Write(p)
+}
+
+func (g *gateWriter) String() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.b.String()
+}
+
+func TestLogWriter(t *testing.T) {
+	t.Run("Each line is written without waiting for the next", func(t *testing.T) {
+		out := &syncBuffer{}
+		w := newLogWriter(out, 16, nil)
+		defer w.Close(time.Second)
+		for i := range 2000 {
+			line := fmt.Sprintf("line %d\n", i)
+			w.Write([]byte(line))
+			// A lost wake-up leaves the line queued until the next Write.
+			for deadline := time.Now().Add(2 * time.Second); !strings.HasSuffix(out.String(), line); time.Sleep(20 * time.Microsecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%q not written within 2s, with no line after it", line)
+				}
+			}
+		}
+	})
+	t.Run("A stalled output drops and counts, never blocks", func(t *testing.T) {
+		out := &gateWriter{open: make(chan struct{})}
+		var reported []int64
+		var mu sync.Mutex
+		w := newLogWriter(out, 4, func(n int64) {
+			mu.Lock()
+			reported = append(reported, n)
+			mu.Unlock()
+		})
+		done := make(chan struct{})
+		go func() {
+			for i := range 100 {
+				fmt.Fprintf(w, "line %d\n", i)
+			}
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("Write blocked on a stalled output")
+		}
+		close(out.open)
+		w.Close(2 * time.Second)
+		mu.Lock()
+		defer mu.Unlock()
+		var dropped int64
+		for _, n := range reported {
+			dropped += n
+		}
+		kept := strings.Count(out.String(), "\n")
+		if dropped == 0 || int64(kept)+dropped != 100 {
+			t.Errorf("kept %d lines, reported %d dropped (%v), want some dropped and 100 in all", kept, dropped, reported)
+		}
+		if !strings.HasPrefix(out.String(), "line 0\n") {
+			t.Errorf("output %.40q…: want the first lines kept (the later ones are dropped)", out.String())
+		}
+	})
+	t.Run("Close gives up on a stalled output, and later lines are dropped", func(t *testing.T) {
+		out := &gateWriter{open: make(chan struct{})}
+		defer close(out.open)
+		w := newLogWriter(out, 4, nil)
+		w.Write([]byte("stuck\n"))
+		start := time.Now()
+		w.Close(100 * time.Millisecond)
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("Close took %v on a stalled output, want about its 100ms bound", took)
+		}
+		if n, err := w.Write([]byte("after close\n")); n != len("after close\n") || err != nil {
+			t.Errorf("Write after Close: %d, %v", n, err)
+		}
+	})
+}
