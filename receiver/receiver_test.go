@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -233,4 +234,49 @@ func TestServer_SignatureFailureHints(t *testing.T) {
 	if !strings.Contains(log.String(), "secret_env") || !strings.Contains(log.String(), "signing secret") {
 		t.Errorf("log %q does not say what to check", log.String())
 	}
+}
+
+// net/http's own complaints reach the configured logger (as warnings), not
+// stderr: a panic below the handler is one it recovers and logs.
+func TestServer_HTTPErrorsGoToTheLogger(t *testing.T) {
+	var logs safeBuffer
+	srv := receiver.New(receiver.Config{
+		Sources: []receiver.Source{{Name: "src", EventID: mustLocation(t, "json:id")}},
+		Logger:  zerolog.New(&logs),
+	}, &recorder{IngestFn: func(context.Context, *receiver.Event) (receiver.Result, error) {
+		panic("a bug in the store")
+	}})
+	if err := srv.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve()
+	defer srv.Shutdown(context.Background())
+	if resp, err := http.Post("http://"+srv.Addr().String()+"/hooks/src", "application/json", strings.NewReader(`{"id":"e1"}`)); err == nil {
+		resp.Body.Close() // the connection is dropped: no answer expected
+	}
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), "a bug in the store"); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("net/http's panic line did not reach the logger: %q", logs.String())
+		}
+	}
+	if !strings.Contains(logs.String(), `"level":"warn"`) {
+		t.Errorf("net/http's line %q, want a warning", logs.String())
+	}
+}
+
+type safeBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *safeBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *safeBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"regexp"
@@ -129,12 +130,23 @@ func New(cfg Config, st Store) *Server {
 		WriteTimeout:      orDefault(cfg.WriteTimeout, 30*time.Second),
 		IdleTimeout:       orDefault(cfg.IdleTimeout, 120*time.Second),
 		MaxHeaderBytes:    cfg.MaxHeaderBytes,
-		ErrorLog:          nil,
+		// net/http's own complaints (an accept error, a handler's panic) go
+		// through the same logger: left nil, it writes to stderr directly,
+		// and a stalled stderr would stall the accept loop.
+		ErrorLog: log.New(httpErrorLog{s.log}, "", 0),
 	}
 	if s.http.MaxHeaderBytes <= 0 {
 		s.http.MaxHeaderBytes = 64 << 10
 	}
 	return s
+}
+
+// httpErrorLog writes net/http's error lines as warnings.
+type httpErrorLog struct{ log zerolog.Logger }
+
+func (l httpErrorLog) Write(p []byte) (int, error) {
+	l.log.Warn().Msg(strings.TrimSpace(string(p)))
+	return len(p), nil
 }
 
 func orDefault(d, def time.Duration) time.Duration {
