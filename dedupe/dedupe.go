@@ -291,8 +291,9 @@ func (s *Store) Sweep(ctx context.Context, payloadsBefore, keysBefore time.Time,
 		err := s.db.Write(ctx, func(tx *sql.Tx) error {
 			// The newest row stays (its payload may go): SQLite numbers a
 			// new row max(id)+1, so deleting it would hand its number to the
-			// next event, and a dead letter or alert naming the old one
-			// would point to a different event.
+			// next event, and an alert naming the old one would point to a
+			// different event. Its id keeps deduping until a newer event
+			// arrives (README, [retention]).
 			r, err := tx.ExecContext(ctx, `DELETE FROM events WHERE id IN (SELECT id FROM events e WHERE received_at < ?
 				AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event = e.id AND d.status IN ('pending','running','retrying'))
 				AND id < (SELECT max(id) FROM events)
