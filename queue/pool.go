@@ -405,16 +405,20 @@ func (p *Pool) run(j *Job) {
 // recorded reports a completion once its write is durable (or failed). It
 // runs on the store's writer goroutine: it must not block.
 func (p *Pool) recorded(j *Job, f Finish, out Outcome, err error) {
-	p.finished(j.Delivery)
 	switch {
 	case errors.Is(err, ErrStale):
+		p.finished(j.Delivery)
 		jobLog(p.log.Warn(), j).Msg("lease was taken over while the attempt ran; its result was not applied")
 		return
 	case err != nil:
-		// The lease will expire and the delivery will run again.
-		jobLog(p.log.Error(), j).Err(err).Msg("could not record attempt")
+		// The pool keeps holding the delivery: claims skip it and its lease
+		// is renewed, so it does not run again while the result waits.
+		jobLog(p.log.Error(), j).Err(err).Msg("could not record the attempt's result (is the disk full?); writing it again until it goes in")
+		p.pending.Add(1)
+		go p.recordAgain(j, f, out)
 		return
 	}
+	p.finished(j.Delivery)
 	switch {
 	case out.Err == nil:
 		jobLog(p.log.Debug(), j).Str("took", f.Attempt.Duration.String()).Msg("delivered")
@@ -431,6 +435,39 @@ func (p *Pool) recorded(j *Job, f Finish, out Outcome, err error) {
 	default:
 		jobLog(p.log.Warn(), j).Str("error", f.Attempt.Error).Time("retry_at", f.Next).Msg("attempt failed")
 		p.Notify()
+	}
+}
+
+// Retrying a result that could not be written waits recordRetryMin, then
+// twice as long each time, up to recordRetryMax.
+const (
+	recordRetryMin = 100 * time.Millisecond
+	recordRetryMax = 5 * time.Second
+)
+
+// recordAgain writes a result that could not be written (a full disk, an
+// I/O error) again until it goes in, so that the delivery is not run again
+// for want of its record. Once the pool stops it makes one last try and
+// gives up: the delivery stays running in the store and runs again at the
+// next start.
+func (p *Pool) recordAgain(j *Job, f Finish, out Outcome) {
+	defer p.pending.Done()
+	done := f.Attempt.StartedAt.Add(f.Attempt.Duration)
+	for wait, tries := recordRetryMin, 1; ; wait, tries = min(2*wait, recordRetryMax), tries+1 {
+		stopping := !sleep(p.runCtx, wait)
+		err := p.q.Complete(context.WithoutCancel(p.runCtx), j, f, done)
+		if err == nil || errors.Is(err, ErrStale) {
+			if err == nil {
+				jobLog(p.log.Info(), j).Int("tries", tries+1).Msg("the attempt's result is recorded")
+			}
+			p.recorded(j, f, out, err)
+			return
+		}
+		if stopping {
+			p.finished(j.Delivery)
+			jobLog(p.log.Error(), j).Err(err).Msg("stopping without the attempt's result recorded: the delivery runs again at the next start")
+			return
+		}
 	}
 }
 

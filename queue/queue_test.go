@@ -614,7 +614,19 @@ type syncBuilder struct {
 func (s *syncBuilder) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.b == nil {
+		s.b = &strings.Builder{}
+	}
 	return s.b.Write(p)
+}
+
+func (s *syncBuilder) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.b == nil {
+		return ""
+	}
+	return s.b.String()
 }
 
 // A claim and a completion that share a group commit with a failing write
@@ -757,4 +769,93 @@ func TestPool_IdleWritesNothing(t *testing.T) {
 	}
 	ev := mustIngest(t, events, "evt_behind", time.Now()) // no Notify
 	waitStatus(t, q, ev, queue.Done)
+}
+
+// A result that cannot be written (a full disk; here a trigger refusing
+// it) is written again until it goes in, the delivery held meanwhile: the
+// target does not see it a second time when the lease would have passed.
+// A pool stopped before the result goes in leaves it running, for the next
+// start to run again.
+func TestPool_UnwrittenResultIsWrittenAgain(t *testing.T) {
+	db, q, events := mustOpenDB(t, "sink")
+	refuse := func(on bool) {
+		t.Helper()
+		stmt := `DROP TRIGGER IF EXISTS refuse_done`
+		if on {
+			stmt = `CREATE TRIGGER refuse_done BEFORE UPDATE OF status ON deliveries WHEN NEW.status = 'done'
+				BEGIN SELECT RAISE(ABORT, 'database or disk is full (simulated)'); END`
+		}
+		if err := db.Write(context.Background(), func(tx *sql.Tx) error { _, err := tx.Exec(stmt); return err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var calls atomic.Int64
+	var logs syncBuilder
+	newPool := func() *queue.Pool {
+		return queue.NewPool(q, queue.PoolConfig{
+			Workers:     1,
+			MaxAttempts: 5,
+			Lease:       300 * time.Millisecond, // passes several times while the result waits
+			Grace:       time.Second,
+			Retry:       queue.Retry{Backoff: time.Hour, MaxBackoff: time.Hour},
+			Targets: []queue.Target{{Name: "sink", Handler: queue.HandlerFunc(func(context.Context, *queue.Job) queue.Outcome {
+				calls.Add(1)
+				return queue.Outcome{}
+			})}},
+			Logger: zerolog.New(&logs),
+		})
+	}
+
+	refuse(true)
+	ev := mustIngest(t, events, "evt_full", time.Now())
+	p := newPool()
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(logs.String(), "could not record the attempt's result") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no failed result logged: %s", logs.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // past the lease three times over
+	if d := mustDelivery(t, q, ev); d.Status != queue.Running || calls.Load() != 1 {
+		t.Fatalf("while the result cannot be written: status %s, target ran %d time(s); want running, once", d.Status, calls.Load())
+	}
+	refuse(false)
+	waitStatus(t, q, ev, queue.Done)
+	p.Stop()
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the target ran %d times, want once: the result was written again, not the delivery", n)
+	}
+	if d := mustDelivery(t, q, ev); d.Attempts != 1 {
+		t.Errorf("attempts=%d, want 1", d.Attempts)
+	}
+
+	// Stopped while the result still cannot be written: left running.
+	refuse(true)
+	ev2 := mustIngest(t, events, "evt_full_2", time.Now())
+	p = newPool()
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); calls.Load() < 2; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the second delivery never ran")
+		}
+	}
+	stopped := make(chan struct{})
+	go func() { p.Stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Stop did not return while a result could not be written")
+	}
+	if d := mustDelivery(t, q, ev2); d.Status != queue.Running {
+		t.Errorf("after a stop with the result unwritten: status %s, want running (run again at the next start)", d.Status)
+	}
+	if !strings.Contains(logs.String(), "stopping without the attempt's result recorded") {
+		t.Errorf("the give-up was not logged: %s", logs.String())
+	}
 }

@@ -186,7 +186,7 @@ func (db *DB) checkGates(syncLevel int) error {
 	ctx := context.Background()
 	var version string
 	if err := db.writer.QueryRowContext(ctx, `SELECT sqlite_version()`).Scan(&version); err != nil {
-		return fmt.Errorf("read sqlite version: %w", err)
+		return err // the first read of the file: "file is not a database", "unable to open database file", …
 	}
 	if versionLess(version, MinSQLiteVersion) {
 		return fmt.Errorf("sqlite %s is older than %s (WAL-reset bug): rebuild hookbox with a newer modernc.org/sqlite", version, MinSQLiteVersion)
