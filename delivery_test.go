@@ -1249,3 +1249,57 @@ func TestServe_SIGTERMReleasesRunning(t *testing.T) {
 		t.Errorf("target runs=%q, want %q", got, want)
 	}
 }
+
+// SIGTERM while a sender is still uploading: once server.shutdown_timeout
+// has passed, its request is cut off (it gets no answer and sends again)
+// and hookbox still stops normally, with status 0.
+func TestServe_SIGTERMCutsOffASlowUpload(t *testing.T) {
+	bin := buildHookbox(t)
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	cfg := filepath.Join(dir, "hookbox.toml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, `
+[server]
+listen = %q
+shutdown_timeout = "300ms"
+
+[store]
+path = %q
+
+[[source]]
+name = "shop"
+verify = "none"
+insecure = true
+event_id = "header:X-Id"
+`, addr, filepath.Join(dir, "hookbox.db")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startServe(t, bin, cfg, addr)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// A body of 10,000 bytes announced, 100 sent: the handler waits for the rest.
+	fmt.Fprintf(conn, "POST /hooks/shop HTTP/1.1\r\nHost: x\r\nX-Id: evt_slow\r\nContent-Length: 10000\r\n\r\n%s", strings.Repeat("a", 100))
+	time.Sleep(200 * time.Millisecond)
+
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("serve still running 10s after SIGTERM with a 300ms shutdown_timeout\n%s", p.output.String())
+	}
+	if p.err != nil {
+		t.Fatalf("serve exit: %v, want 0\n%s", p.err, p.output.String())
+	}
+	out := p.output.String()
+	if !strings.Contains(out, "cut off") || !strings.Contains(out, `"message":"stopped"`) {
+		t.Errorf("log does not say the upload was cut off and the stop completed:\n%s", out)
+	}
+	if events := binEvents(t, bin, cfg); len(events) != 0 {
+		t.Errorf("%d events stored from an upload that never finished, want 0", len(events))
+	}
+}

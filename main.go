@@ -209,7 +209,15 @@ func (m *Main) Close() error {
 	}
 	if m.Receiver != nil && m.serveCh != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), m.Config.Server.ShutdownTimeout.D())
-		keep(m.Receiver.Shutdown(ctx))
+		if err := m.Receiver.Shutdown(ctx); errors.Is(err, receiver.ErrCutOff) {
+			// Nothing of theirs was acked: the senders send again. A
+			// normal stop, not a failure.
+			log := m.component("receiver")
+			log.Warn().Str("shutdown_timeout", m.Config.Server.ShutdownTimeout.D().String()).
+				Msg("requests still in flight after server.shutdown_timeout were cut off; their senders get no answer and send again")
+		} else {
+			keep(err)
+		}
 		cancel()
 	}
 	if m.Pool != nil {

@@ -179,9 +179,22 @@ func (s *Server) Serve() error {
 
 // Shutdown stops accepting connections and waits for in-flight requests
 // (and so their commits) until ctx ends.
+//
+// Requests still in flight when ctx ends (a sender uploading slowly) are
+// cut off: their connections are closed, they get no answer, and the
+// sender sends again. Shutdown then returns ErrCutOff.
 func (s *Server) Shutdown(ctx context.Context) error {
-	return s.http.Shutdown(ctx)
+	err := s.http.Shutdown(ctx)
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		s.http.Close()
+		return ErrCutOff
+	}
+	return err
 }
+
+// ErrCutOff reports that Shutdown closed requests still in flight at its
+// deadline.
+var ErrCutOff = errors.New("requests still in flight at the shutdown deadline were cut off")
 
 // Error is an HTTP error with a message safe to send.
 type Error struct {
