@@ -536,6 +536,9 @@ func (c *cli) replay(ctx context.Context, args []string) error {
 	if sel.Until, err = parseWhen(*until, now); err != nil {
 		return &usageError{"replay: --until: " + err.Error()}
 	}
+	if !sel.Since.IsZero() && !sel.Until.IsZero() && !sel.Until.After(sel.Since) {
+		return &usageError{"replay: --until must be later than --since"}
+	}
 	if sel.Event == 0 && !sel.DeadOnly && sel.Since.IsZero() {
 		return &usageError{"replay: give an event number, --dead, or --since"}
 	}

@@ -112,6 +112,9 @@ func TestReplay(t *testing.T) {
 		if !errors.As(err, &usage) || !strings.Contains(err.Error(), `--target "nosuch": no such target`) || !strings.Contains(err.Error(), "web") {
 			t.Errorf("replay --target nosuch: %v, want a usage error naming the flag and the configured targets", err)
 		}
+		if _, _, err := runCLI(t, "replay", "--config", cfg, "--since", "1h", "--until", "2h"); !errors.As(err, &usage) || !strings.Contains(err.Error(), "--until must be later than --since") {
+			t.Errorf("replay --since 1h --until 2h: %v, want a usage error", err)
+		}
 		if _, stderr, err := runCLI(t, "events", "--config", cfg, "--source", "nosuch"); err != nil || !strings.Contains(stderr, "no events match") {
 			t.Errorf("events --source nosuch: err=%v stderr=%q, want no events match (events are stored)", err, stderr)
 		}
