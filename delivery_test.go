@@ -1257,23 +1257,7 @@ func TestServe_SIGTERMCutsOffASlowUpload(t *testing.T) {
 	bin := buildHookbox(t)
 	dir := t.TempDir()
 	addr := freeAddr(t)
-	cfg := filepath.Join(dir, "hookbox.toml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, `
-[server]
-listen = %q
-shutdown_timeout = "300ms"
-
-[store]
-path = %q
-
-[[source]]
-name = "shop"
-verify = "none"
-insecure = true
-event_id = "header:X-Id"
-`, addr, filepath.Join(dir, "hookbox.db")), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := unsignedServeConfig(t, dir, addr, `shutdown_timeout = "300ms"`, "")
 	p := startServe(t, bin, cfg, addr)
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -1302,4 +1286,29 @@ event_id = "header:X-Id"
 	if events := binEvents(t, bin, cfg); len(events) != 0 {
 		t.Errorf("%d events stored from an upload that never finished, want 0", len(events))
 	}
+}
+
+// unsignedServeConfig writes a config for a serve child on addr with its
+// store in dir and one unsigned source "shop" (id in X-Id); server lines go
+// into [server], rest (targets) after the source.
+func unsignedServeConfig(tb testing.TB, dir, addr, server, rest string) string {
+	tb.Helper()
+	cfg := filepath.Join(dir, "hookbox.toml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, `
+[server]
+listen = %q
+%s
+
+[store]
+path = %q
+
+[[source]]
+name = "shop"
+verify = "none"
+insecure = true
+event_id = "header:X-Id"
+%s`, addr, server, filepath.Join(dir, "hookbox.db"), rest), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return cfg
 }

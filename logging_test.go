@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,27 +30,12 @@ func TestServe_StalledLogOutputDoesNotStallTheInbox(t *testing.T) {
 
 	dir := t.TempDir()
 	addr := freeAddr(t)
-	cfg := filepath.Join(dir, "hookbox.toml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, `
-[server]
-listen = %q
-
-[store]
-path = %q
-
-[[source]]
-name = "shop"
-verify = "none"
-insecure = true
-event_id = "header:X-Id"
-
+	cfg := unsignedServeConfig(t, dir, addr, "", fmt.Sprintf(`
 [[target]]
 name = "sink"
 source = "shop"
 url = %q
-`, addr, filepath.Join(dir, "hookbox.db"), sink.URL), 0o600); err != nil {
-		t.Fatal(err)
-	}
+`, sink.URL))
 
 	// The pipe's reader is held open and not read: once its buffer
 	// (64 KiB on Linux) is full, every write to it blocks.
