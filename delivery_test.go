@@ -261,6 +261,7 @@ func TestDelivery_BodyAndHeaders(t *testing.T) {
 	out := t.TempDir()
 	script := writeTargetScript(t, `cat > "$OUT/stdin" || exit 1
 printf '%s\n%s\n%s\n%s\n' "$HOOKBOX_EVENT_ID" "$HOOKBOX_SOURCE" "$HOOKBOX_EVENT_TYPE" "$HOOKBOX_ATTEMPT" > "$OUT/env"
+printf '%s\n%s\n' "$HOOKBOX_TARGET" "$HOOKBOX_STORE" > "$OUT/where"
 `)
 	tm := MustRunMain(t, deliveryConfig+fmt.Sprintf(`
 [[target]]
@@ -328,6 +329,17 @@ env = { OUT = %q }
 		}
 		if got, want := string(env), "evt_1\nshop\norder.created\n1\n"; got != want {
 			t.Errorf("HOOKBOX_EVENT_ID/SOURCE/EVENT_TYPE/ATTEMPT=%q, want %q", got, want)
+		}
+		where, err := os.ReadFile(filepath.Join(out, "where"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		store, err := filepath.EvalSymlinks(filepath.Join(tm.Dir, "hookbox.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := string(where), "script\n"+store+"\n"; got != want {
+			t.Errorf("HOOKBOX_TARGET/STORE=%q, want %q (the target's name, the store's absolute path)", got, want)
 		}
 	})
 }
