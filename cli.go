@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -557,12 +556,8 @@ func (c *cli) replay(ctx context.Context, args []string) error {
 		return &usageError{fmt.Sprintf("replay: --target %q: no such target in the config (targets: %s)", sel.Target, strings.Join(names, ", "))}
 	}
 	if sel.Event > 0 {
-		var one int
-		switch err := db.Reader().QueryRowContext(ctx, `SELECT 1 FROM events WHERE id = ?`, sel.Event).Scan(&one); {
-		case errors.Is(err, sql.ErrNoRows):
-			return fmt.Errorf("event %d: %w", sel.Event, dedupe.ErrNotFound)
-		case err != nil:
-			return err
+		if _, err := dedupe.New(db).Get(ctx, sel.Event); err != nil {
+			return err // "event N: event not found", as hookbox event says
 		}
 	}
 	r, err := queue.New(db).Replay(ctx, sel, now)

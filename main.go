@@ -106,7 +106,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.Metrics = NewMetrics(m.Queue, m.Now)
 	m.Metrics.Store = m.DB.Stats
 
-	targets, err := buildTargets(cfg)
+	// The store's identity as its command targets see it (HOOKBOX_STORE).
+	storeID, err := storeIdentity(cfg.Store.Path)
+	if err != nil {
+		return fmt.Errorf("store path %s: %w", cfg.Store.Path, err)
+	}
+	targets, err := buildTargets(cfg, storeID)
 	if err != nil {
 		return err
 	}
@@ -173,7 +178,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	// Before the pool retries what the previous process left running: a
 	// command attempt it started may still run, and must not overlap its
 	// rerun.
-	m.stopLeftovers(ctx)
+	m.stopLeftovers(ctx, storeID)
 	if err := m.Pool.Start(ctx); err != nil {
 		return err
 	}

@@ -123,13 +123,10 @@ type deliverer interface {
 
 // buildTargets turns [[target]] into queue targets. A command target's
 // environment also names the target and the store (HOOKBOX_TARGET,
-// HOOKBOX_STORE): that is how a restarted hookbox finds the processes of
-// attempts its killed predecessor left running (stopLeftovers).
-func buildTargets(cfg config.Config) ([]queue.Target, error) {
-	store, err := storeIdentity(cfg.Store.Path)
-	if err != nil {
-		return nil, fmt.Errorf("store path: %w", err)
-	}
+// HOOKBOX_STORE=store, from storeIdentity): that is how a restarted hookbox
+// finds the processes of attempts its killed predecessor left running
+// (stopLeftovers).
+func buildTargets(cfg config.Config, store string) ([]queue.Target, error) {
 	out := make([]queue.Target, 0, len(cfg.Targets))
 	for _, t := range cfg.Targets {
 		var h queue.Handler
@@ -215,13 +212,9 @@ func (n *alertNotifier) Notify(ctx context.Context, a queue.Alert) error {
 // (SIGKILL, a crash): their deliveries are still marked running, and the
 // pool is about to run them again. Processes of finished deliveries (a
 // daemon a target started on purpose) are left alone. Linux only: it reads
-// /proc.
-func (m *Main) stopLeftovers(ctx context.Context) {
+// /proc. store is the store's identity (storeIdentity).
+func (m *Main) stopLeftovers(ctx context.Context, store string) {
 	log := m.component("queue")
-	store, err := storeIdentity(m.Config.Store.Path)
-	if err != nil {
-		return
-	}
 	procs, err := handlers.Leftovers(store)
 	if err != nil || len(procs) == 0 {
 		if err != nil {
