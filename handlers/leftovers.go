@@ -8,7 +8,6 @@ type Leftover struct {
 	PID, PGID               int
 	Source, EventID, Target string // from the attempt's environment
 
-	sid   int    // session
 	start uint64 // start time, to tell it from a later process with its pid
 }
 

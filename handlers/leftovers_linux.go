@@ -21,6 +21,7 @@ func Leftovers(store string) ([]Leftover, error) {
 	}
 	self, euid := os.Getpid(), uint32(os.Geteuid())
 	var found []Leftover
+	var sessions []int        // of found, by index
 	escaped := map[int]bool{} // sessions led by a marked process
 	for _, e := range dir {
 		pid, err := strconv.Atoi(e.Name())
@@ -57,15 +58,15 @@ func Leftovers(store string) ([]Leftover, error) {
 		if !ok || s.state == 'Z' {
 			continue
 		}
-		l.PGID, l.sid, l.start = s.pgid, s.sid, s.start
+		l.PGID, l.start = s.pgid, s.start
 		if s.sid == pid {
 			escaped[pid] = true
 		}
-		found = append(found, l)
+		found, sessions = append(found, l), append(sessions, s.sid)
 	}
 	out := found[:0]
-	for _, l := range found {
-		if !escaped[l.sid] {
+	for i, l := range found {
+		if !escaped[sessions[i]] {
 			out = append(out, l)
 		}
 	}
