@@ -186,7 +186,9 @@ func (db *DB) checkGates(syncLevel int) error {
 	ctx := context.Background()
 	var version string
 	if err := db.writer.QueryRowContext(ctx, `SELECT sqlite_version()`).Scan(&version); err != nil {
-		return err // the first read of the file: "file is not a database", "unable to open database file", …
+		// The first read of the file: "file is not a database", "unable
+		// to open database file", "database or disk is full".
+		return fmt.Errorf("%w (store.path must name a hookbox store, or a new file, that this user can read and write, on a disk with room)", err)
 	}
 	if versionLess(version, MinSQLiteVersion) {
 		return fmt.Errorf("sqlite %s is older than %s (WAL-reset bug): rebuild hookbox with a newer modernc.org/sqlite", version, MinSQLiteVersion)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -72,6 +73,22 @@ func TestOpen_Gates(t *testing.T) {
 			}
 		})
 	}
+	t.Run("Not a database", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "notes.txt")
+		if err := os.WriteFile(path, []byte(strings.Repeat("not sqlite\n", 1000)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		db, err := store.Open(path, store.Options{Logger: zerolog.Nop()})
+		if err == nil {
+			db.Close()
+			t.Fatal("open of a text file succeeded, want an error")
+		}
+		for _, want := range []string{path, "file is not a database", "store.path"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not say %q", err, want)
+			}
+		}
+	})
 	t.Run("Invalid synchronous", func(t *testing.T) {
 		db, err := store.Open(filepath.Join(t.TempDir(), "hookbox.db"), store.Options{Synchronous: "sometimes", Logger: zerolog.Nop()})
 		if err == nil {
