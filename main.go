@@ -382,7 +382,7 @@ func newLogger(w io.Writer, level, format string) (zerolog.Logger, func(), error
 	}
 	direct := zerolog.New(w).With().Timestamp().Logger()
 	lw := newLogWriter(w, logRing, func(n int64) {
-		direct.Warn().Int64("dropped_lines", n).Msg("the log output was not keeping up: log lines were dropped")
+		direct.Warn().Int64("dropped_lines", n).Msg("the log output was not keeping up, so log lines were dropped: check what reads hookbox's stderr (the journal, a pipe)")
 	})
 	return zerolog.New(lw).Level(lvl).With().Timestamp().Logger(), func() { lw.Close(logFlushWait) }, nil
 }

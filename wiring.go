@@ -215,16 +215,17 @@ func (n *alertNotifier) Notify(ctx context.Context, a queue.Alert) error {
 // /proc. store is the store's identity (storeIdentity).
 func (m *Main) stopLeftovers(ctx context.Context, store string) {
 	log := m.component("queue")
+	const lookFailed = "could not look for commands left running by the previous process: one still running would overlap its delivery's rerun"
 	procs, err := handlers.Leftovers(store)
 	if err != nil || len(procs) == 0 {
 		if err != nil {
-			log.Warn().Err(err).Msg("could not look for processes left running by the previous process")
+			log.Warn().Err(err).Msg(lookFailed)
 		}
 		return
 	}
 	running, err := m.Queue.Running(ctx)
 	if err != nil {
-		log.Warn().Err(err).Msg("could not look for processes left running by the previous process")
+		log.Warn().Err(err).Msg(lookFailed)
 		return
 	}
 	held := make(map[queue.RunningKey]bool, len(running))
