@@ -110,8 +110,12 @@ func checkName(sc scope, name string, seen map[string]string) {
 // failed to decode: its problem is already reported, and "required" would
 // only mislead.
 func (s scope) present(field string, set bool) bool {
-	return set || s.p.failed[s.key+"."+field]
+	return set || s.failed(field)
 }
+
+// failed reports whether field was set but did not decode (its problem is
+// reported; it holds the default).
+func (s scope) failed(field string) bool { return s.p.failed[s.key+"."+field] }
 
 func positive(sc scope, field string, d Duration) {
 	if d <= 0 {
@@ -172,7 +176,7 @@ func validateDelivery(sc scope, d *Delivery) {
 	positive(sc, "backoff", d.Backoff)
 	// Against a backoff that did not decode, the comparison would be with
 	// the default, which the file never said.
-	if d.MaxBackoff < d.Backoff && !sc.p.failed[sc.key+".backoff"] {
+	if d.MaxBackoff < d.Backoff && !sc.failed("backoff") {
 		sc.addf("max_backoff", d.MaxBackoff.String(), "must be at least delivery.backoff (%s)", d.Backoff)
 	}
 	positive(sc, "lease", d.Lease)
