@@ -996,10 +996,18 @@ type serveProc struct {
 // startServe starts bin serve --config cfg and waits until /healthz answers.
 func startServe(tb testing.TB, bin, cfg, addr string) *serveProc {
 	tb.Helper()
-	p := &serveProc{addr: addr, output: &syncBuffer{}, exited: make(chan struct{})}
-	p.cmd = exec.Command(bin, "serve", "--config", cfg, "--log-format", "json")
+	output := &syncBuffer{}
+	return launchServe(tb, addr, output, output, bin, "serve", "--config", cfg, "--log-format", "json")
+}
+
+// launchServe starts args (bin serve …) with stdout and stderr as given,
+// kills it when the test ends, and waits until /healthz answers.
+func launchServe(tb testing.TB, addr string, stdout *syncBuffer, stderr io.Writer, args ...string) *serveProc {
+	tb.Helper()
+	p := &serveProc{addr: addr, output: stdout, exited: make(chan struct{})}
+	p.cmd = exec.Command(args[0], args[1:]...)
 	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
-	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
+	p.cmd.Stdout, p.cmd.Stderr = stdout, stderr
 	if err := p.cmd.Start(); err != nil {
 		tb.Fatalf("start serve: %v", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,28 +44,8 @@ url = %q
 	}
 	defer logR.Close()
 	// Debug level: every request and every delivery writes a line.
-	cmd := exec.Command(bin, "serve", "--config", cfg, "--log-level", "debug", "--log-format", "json")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
-	cmd.Stdout = io.Discard
-	cmd.Stderr = logW
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	p := launchServe(t, addr, &syncBuffer{}, logW, bin, "serve", "--config", cfg, "--log-level", "debug", "--log-format", "json")
 	logW.Close() // the child holds its own copy
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-	})
-	waitFor(t, 10*time.Second, "hookbox serve to answer /healthz", func() bool {
-		resp, err := http.Get("http://" + addr + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
 
 	// About two lines an event: far more than the pipe and the ring hold.
 	const events, senders = 1500, 8
@@ -109,18 +88,17 @@ url = %q
 		b, _ := io.ReadAll(logR)
 		logs <- string(b)
 	}()
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("serve exit: %v, want 0", err)
+	case <-p.exited:
+		if p.err != nil {
+			t.Fatalf("serve exit: %v, want 0", p.err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("serve did not stop within 10s of SIGTERM")
 	}
-	exited <- nil // for the cleanup
 	out := <-logs
 	var dropped int
 	for _, l := range strings.Split(out, "\n") {
