@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net/http"
 	"os"
 	"os/signal"
@@ -237,7 +238,7 @@ func (b *benchCmd) endToEnd(ctx context.Context) error {
 			return err
 		}
 		if err := b.measureDelivered(ctx, r, cfg, path, sink); err != nil {
-			return err
+			return sinkSaid(err, sink)
 		}
 
 		sink.Reset()
@@ -254,7 +255,7 @@ func (b *benchCmd) endToEnd(ctx context.Context) error {
 			n, _ := sink.Counts()
 			return n
 		}); err != nil {
-			return err
+			return sinkSaid(err, sink)
 		}
 	}
 	// The drain is CPU-bound for the machine as a whole: hookbox and the
@@ -407,13 +408,10 @@ func (b *benchCmd) load(ctx context.Context, round int, name string, child *benc
 		"acks_per_s": st.PerSecond(),
 		"acks":       float64(st.OK),
 		"errors":     float64(st.Failed),
-		"p50_ms":     ms(st.Latency.Percentile(0.50)),
-		"p90_ms":     ms(st.Latency.Percentile(0.90)),
-		"p99_ms":     ms(st.Latency.Percentile(0.99)),
-		"max_ms":     ms(st.Latency.Max()),
 		"rss_mib":    float64(after.HWMKiB) / 1024,
 		"cpu_pct":    100 * (after.CPU - before.CPU).Seconds() / st.Elapsed.Seconds(),
 	}
+	maps.Copy(v, latencyValues(&st.Latency))
 	if st.OK > 0 {
 		v["cpu_us_per_ack"] = float64((after.CPU - before.CPU).Microseconds()) / float64(st.OK)
 	}
@@ -439,10 +437,15 @@ func (b *benchCmd) syncFloor(ctx context.Context, round int) error {
 	if err != nil {
 		return err
 	}
-	b.rows = append(b.rows, bench.Row{Round: round, Server: "fsync", Values: map[string]float64{
-		"p50_ms": ms(h.Percentile(0.50)), "p90_ms": ms(h.Percentile(0.90)), "p99_ms": ms(h.Percentile(0.99)), "max_ms": ms(h.Max()),
-	}})
+	b.rows = append(b.rows, bench.Row{Round: round, Server: "fsync", Values: latencyValues(h)})
 	return nil
+}
+
+// latencyValues is a row's latency columns from h.
+func latencyValues(h *bench.Histogram) map[string]float64 {
+	return map[string]float64{
+		"p50_ms": ms(h.Percentile(0.50)), "p90_ms": ms(h.Percentile(0.90)), "p99_ms": ms(h.Percentile(0.99)), "max_ms": ms(h.Max()),
+	}
 }
 
 // measureDelivered loads a hookbox that delivers to sink, then waits until
@@ -472,7 +475,7 @@ func (b *benchCmd) measureDelivered(ctx context.Context, round int, cfg, store s
 		return err
 	}
 	loadEnd := time.Now()
-	wait, cancel := context.WithTimeout(ctx, 60*time.Second+10*b.duration)
+	wait, cancel := context.WithTimeout(ctx, b.deliveryTimeout())
 	defer cancel()
 	all := bench.WaitFor(wait, func() bool {
 		d, _ := sink.Counts()
@@ -485,7 +488,7 @@ func (b *benchCmd) measureDelivered(ctx context.Context, round int, cfg, store s
 	delivered, last := sink.Counts()
 	if !all {
 		return fmt.Errorf("%s: only %d of %d accepted events were delivered within %s of the load's end (60s + 10 × --duration)%s",
-			name, delivered, st.OK, 60*time.Second+10*b.duration, serverSaid(child))
+			name, delivered, st.OK, b.deliveryTimeout(), serverSaid(child))
 	}
 	row.Values["delivered_per_s"] = float64(delivered) / last.Sub(start).Seconds()
 	row.Values["drain_s"] = max(last.Sub(loadEnd).Seconds(), 0)
@@ -517,7 +520,7 @@ func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []str
 		return fmt.Errorf("%s: %w%s", name, err, serverSaid(child))
 	}
 	machineStart, machineErr := bench.ReadMachineCPU() // Linux only; else left out
-	wait, cancel := context.WithTimeout(ctx, 60*time.Second+10*b.duration)
+	wait, cancel := context.WithTimeout(ctx, b.deliveryTimeout())
 	defer cancel()
 	var n int64
 	ok := bench.WaitFor(wait, func() bool {
@@ -526,8 +529,12 @@ func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []str
 		return n >= int64(events)
 	})
 	if !ok {
-		return fmt.Errorf("%s: only %d of %d deliveries done within %s (60s + 10 × --duration; lower --backlog or raise --duration on a slow machine)%s",
-			name, n, events, 60*time.Second+10*b.duration, serverSaid(child))
+		hint := "lower --backlog or raise --duration on a slow machine"
+		if name != "backlog" {
+			hint = "the backlog is what the raw fork/exec loop ran in --duration; see what the server said"
+		}
+		return fmt.Errorf("%s: only %d of %d deliveries done within %s (60s + 10 × --duration; %s)%s",
+			name, n, events, b.deliveryTimeout(), hint, serverSaid(child))
 	}
 	// The drain's end: read the usage now, before the scrape and the stop.
 	ps, self, err := procUsage(child)
@@ -537,7 +544,7 @@ func (b *benchCmd) drain(ctx context.Context, round int, name string, argv []str
 	machine, machineEndErr := bench.ReadMachineCPU()
 	commits, err := bench.Counters(ctx, b.metrics, "http://"+child.Addr, "hookbox_store_commits_total", "hookbox_store_writes_total")
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return fmt.Errorf("%s: %w%s", name, err, serverSaid(child))
 	}
 	if err := child.Stop(); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
@@ -731,6 +738,21 @@ func (b *benchCmd) progress(msg string) {
 		b.printed = time.Now()
 		fmt.Fprintln(b.stderr, msg)
 	}
+}
+
+// deliveryTimeout bounds the wait for deliveries: generous, for slow
+// machines, and yet a bench that cannot finish stops by itself.
+func (b *benchCmd) deliveryTimeout() time.Duration { return 60*time.Second + 10*b.duration }
+
+// sinkSaid adds to err why the sink refused a request, if it did: a
+// delivery it refused never counts, and the wait for it times out.
+func sinkSaid(err error, sink *bench.Sink) error {
+	if err != nil {
+		if why := sink.Refused(); why != nil {
+			return fmt.Errorf("%w; the sink refused a request: %v", err, why)
+		}
+	}
+	return err
 }
 
 // serverSaid is the end of what child wrote on stderr, for an error message.

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -274,5 +275,34 @@ func TestCheckWritable(t *testing.T) {
 	}
 	if err := checkWritable(filepath.Join(dir, "missing", "p.pprof")); err == nil {
 		t.Error("a path in a missing directory: no error")
+	}
+}
+
+// A wait for deliveries that times out says why the sink refused them, if
+// it did: otherwise the bench would only say how many never arrived.
+func TestSinkSaid(t *testing.T) {
+	sink, err := bench.StartSink()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	timeout := errors.New("only 0 of 1 accepted events were delivered")
+	if got := sinkSaid(timeout, sink); got != timeout {
+		t.Errorf("sinkSaid with nothing refused = %v, want the error as it was", got)
+	}
+	c, err := net.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(sink.URL(), "http://"), "/sink"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST /sink HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	c.Read(make([]byte, 1)) // returns once the sink has closed the connection
+	got := sinkSaid(timeout, sink)
+	if !errors.Is(got, timeout) || !strings.Contains(got.Error(), "the sink refused a request: sink: only Content-Length bodies are read") {
+		t.Errorf("sinkSaid = %v, want the timeout and the sink's reason", got)
+	}
+	if sinkSaid(nil, sink) != nil {
+		t.Error("sinkSaid(nil) is not nil")
 	}
 }

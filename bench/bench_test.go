@@ -152,6 +152,9 @@ func TestSink(t *testing.T) {
 			t.Fatalf("post %s:%s: status %d", d.source, d.id, code)
 		}
 	}
+	if err := s.Refused(); err != nil {
+		t.Errorf("Refused() = %v after well-formed requests, want nil", err)
+	}
 	if reused != 3 {
 		t.Errorf("%d of 3 later requests reused the connection, want every one (keep-alive)", reused)
 	}
@@ -176,6 +179,9 @@ func TestSink(t *testing.T) {
 	}
 	if n, _ := s.Counts(); n != 0 {
 		t.Errorf("a chunked request was counted")
+	}
+	if err := s.Refused(); err == nil || !strings.Contains(err.Error(), "only Content-Length bodies") {
+		t.Errorf("Refused() = %v, want why the chunked request was refused", err)
 	}
 }
 

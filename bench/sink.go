@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"sync"
@@ -25,11 +26,12 @@ type Sink struct {
 	seen map[string]struct{}
 	last time.Time
 
-	ln     net.Listener
-	connMu sync.Mutex
-	conns  map[net.Conn]struct{}
-	closed bool
-	wg     sync.WaitGroup
+	ln      net.Listener
+	connMu  sync.Mutex
+	conns   map[net.Conn]struct{}
+	closed  bool
+	refused error // the first request the sink could not read, but for a closed connection
+	wg      sync.WaitGroup
 }
 
 // StartSink serves a sink on a loopback port until Close.
@@ -81,6 +83,15 @@ func (s *Sink) serve(c net.Conn) {
 	for {
 		id, keepAlive, err := readSinkRequest(br)
 		if err != nil {
+			// The sink's own verdicts, not a connection that went away.
+			var ne net.Error
+			if !errors.Is(err, io.EOF) && !errors.As(err, &ne) {
+				s.connMu.Lock()
+				if s.refused == nil && !s.closed {
+					s.refused = err
+				}
+				s.connMu.Unlock()
+			}
 			return
 		}
 		s.record(id)
@@ -148,6 +159,13 @@ func readSinkRequest(br *bufio.Reader) (id string, keepAlive bool, err error) {
 		return "", false, err
 	}
 	return string(source) + ":" + string(event), keepAlive, nil
+}
+
+// Refused returns why the sink first refused a request, or nil.
+func (s *Sink) Refused() error {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	return s.refused
 }
 
 // Counts returns the distinct events delivered and when the last one
