@@ -215,3 +215,22 @@ func TestSyncFloor(t *testing.T) {
 		t.Error("missing directory: no error")
 	}
 }
+
+// Counters reads the named counters from /metrics and says which is
+// missing or unreadable, rather than reporting a zero.
+func TestCounters(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "# HELP a_total A.\n# TYPE a_total counter\na_total 7\nb_total 12\nbad_total x\n")
+	}))
+	defer srv.Close()
+	ctx, client := context.Background(), srv.Client()
+	if got, err := bench.Counters(ctx, client, srv.URL, "b_total", "a_total"); err != nil || len(got) != 2 || got[0] != 12 || got[1] != 7 {
+		t.Errorf("Counters(b_total, a_total) = %v, %v; want [12 7]", got, err)
+	}
+	if _, err := bench.Counters(ctx, client, srv.URL, "a_total", "c_total"); err == nil || !strings.Contains(err.Error(), "no c_total line") {
+		t.Errorf("a missing counter: %v, want an error naming it", err)
+	}
+	if _, err := bench.Counters(ctx, client, srv.URL, "bad_total"); err == nil || !strings.Contains(err.Error(), `bad_total "x"`) {
+		t.Errorf("an unreadable counter: %v, want an error quoting it", err)
+	}
+}
