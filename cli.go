@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -182,7 +183,23 @@ func (c *cli) check(args []string) error {
 	}
 	fmt.Fprintf(c.stdout, "%s: ok (%d sources, %d targets, listen %s, store %s)\n",
 		*path, len(cfg.Sources), len(cfg.Targets), cfg.Server.Listen, cfg.Store.Path)
+	if note := storeNote(cfg.Store.Path); note != "" {
+		fmt.Fprintln(c.stdout, "note: "+note)
+	}
 	return nil
+}
+
+// storeNote says what serve will create when the store is not there yet: a
+// mistyped store.path would otherwise start an empty inbox somewhere else.
+func storeNote(path string) string {
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		return ""
+	}
+	dir := filepath.Dir(path)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return fmt.Sprintf("neither the store %s nor its directory %s exists yet; serve will create both (the directory with mode 0750)", path, dir)
+	}
+	return fmt.Sprintf("no store at %s yet; serve will create it", path)
 }
 
 // eventLine is the --json form of an event, one a line.

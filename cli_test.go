@@ -58,6 +58,29 @@ secret = "x"
 			}
 		}
 	})
+	t.Run("Store not there yet", func(t *testing.T) {
+		for _, c := range []struct{ store, want string }{
+			{filepath.Join(dir, "new.db"), "no store at " + filepath.Join(dir, "new.db") + " yet"},
+			{filepath.Join(dir, "sub", "new.db"), "nor its directory " + filepath.Join(dir, "sub") + " exists yet"},
+		} {
+			p := write("store.toml", githubConfig(fmt.Sprintf("[store]\npath = %q\n", c.store)))
+			stdout, stderr, err := runCLI(t, "check", "--config", p)
+			if err != nil {
+				t.Fatalf("check: %v (stderr %q)", err, stderr)
+			}
+			if !strings.Contains(stdout, "note: ") || !strings.Contains(stdout, c.want) {
+				t.Fatalf("stdout %q, want a note saying %q", stdout, c.want)
+			}
+		}
+		existing := filepath.Join(dir, "old.db")
+		if err := os.WriteFile(existing, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p := write("store.toml", githubConfig(fmt.Sprintf("[store]\npath = %q\n", existing)))
+		if stdout, _, err := runCLI(t, "check", "--config", p); err != nil || strings.Contains(stdout, "note:") {
+			t.Fatalf("check of a config whose store exists: stdout %q, err %v; want ok and no note", stdout, err)
+		}
+	})
 	t.Run("Missing file", func(t *testing.T) {
 		if _, _, err := runCLI(t, "check", "--config", filepath.Join(dir, "nope.toml")); err == nil {
 			t.Fatal("check of a missing file succeeded")
