@@ -472,6 +472,9 @@ func TestParse_SyntaxError(t *testing.T) {
 		{"Unterminated string", "[server]\n\nlisten = \"127.0.0.1\n", 3},
 		{"Duplicate key", "[server]\nlisten = \"a:1\"\nlisten = \"b:1\"\n", 3},
 		{"Bad value", "[store]\npath = nope\n", 2},
+		{"Unclosed table header", "[server]\n[store\npath = \"x.db\"\n", 2},
+		{"Unclosed array of tables", "\n[[source\nname = \"a\"\n", 2},
+		{"Unclosed array at end", "[store]\npath = [1,\n", 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

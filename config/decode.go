@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -124,7 +125,7 @@ func decode(p *problems, data []byte, cfg *Config) {
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			p.list = append(p.list, &ValidationError{File: p.file, Line: pe.Position.Line, Msg: "syntax error: " + pe.Message})
+			p.list = append(p.list, &ValidationError{File: p.file, Line: syntaxLine(data, pe.Position), Msg: "syntax error: " + pe.Message})
 		} else {
 			p.list = append(p.list, &ValidationError{File: p.file, Msg: err.Error()})
 		}
@@ -411,4 +412,14 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// syntaxLine is the line of the byte a syntax error points at. The decoder's
+// own line number has already counted that byte when it is the newline ending
+// the line at fault (an unclosed "[table"), one line too late.
+func syntaxLine(data []byte, pos toml.Position) int {
+	if pos.Start < 0 || pos.Start > len(data) {
+		return pos.Line
+	}
+	return 1 + bytes.Count(data[:pos.Start], []byte{'\n'})
 }
