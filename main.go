@@ -175,6 +175,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}, &ingester{events: m.Events, routes: routes, pool: m.Pool})
 	m.Metrics.Receiver = &m.Receiver.Counters
 
+	// Bound before the queue is touched: a serve that cannot listen fails
+	// without recovering, claiming or running anything. Requests wait in
+	// the listen queue until Serve below.
+	if err := m.Receiver.Listen(cfg.Server.Listen); err != nil {
+		return err
+	}
 	// Before the pool retries what the previous process left running: a
 	// command attempt it started may still run, and must not overlap its
 	// rerun.
@@ -188,9 +194,6 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.sweeper = make(chan struct{})
 	go m.sweep(ctx)
 
-	if err := m.Receiver.Listen(cfg.Server.Listen); err != nil {
-		return err
-	}
 	m.serveCh = make(chan error, 1)
 	go func() { m.serveCh <- m.Receiver.Serve() }()
 	return nil
@@ -211,6 +214,9 @@ func (m *Main) Close() error {
 		if err != nil && first == nil {
 			first = err
 		}
+	}
+	if m.Receiver != nil && m.serveCh == nil {
+		keep(m.Receiver.Unbind())
 	}
 	if m.Receiver != nil && m.serveCh != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), m.Config.Server.ShutdownTimeout.D())

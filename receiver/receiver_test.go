@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -279,4 +280,24 @@ func (s *safeBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// A server whose start failed after Listen gives its address back.
+func TestServer_UnbindFreesTheAddress(t *testing.T) {
+	srv := receiver.New(receiver.Config{Logger: zerolog.Nop()}, &recorder{})
+	if err := srv.Unbind(); err != nil {
+		t.Fatalf("unbind before listen: %v", err)
+	}
+	if err := srv.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	addr := srv.Addr().String()
+	if err := srv.Unbind(); err != nil {
+		t.Fatalf("unbind: %v", err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("listen on %s after unbind: %v", addr, err)
+	}
+	ln.Close()
 }

@@ -166,6 +166,15 @@ func (s *Server) Listen(addr string) error {
 	return nil
 }
 
+// Unbind closes the listener of a server that never got to Serve (a start
+// that failed after Listen), so that its address is free again.
+func (s *Server) Unbind() error {
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Close()
+}
+
 // Addr is the bound address (useful with port 0).
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 

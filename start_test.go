@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"hookbox/config"
+	"hookbox/dedupe"
+	"hookbox/queue"
+	"hookbox/store"
+)
+
+// A serve that cannot bind its address fails before it touches the queue:
+// under systemd's Restart=on-failure it would otherwise recover, claim and
+// run deliveries on every failed start.
+func TestServe_PortInUseFailsBeforeTheQueue(t *testing.T) {
+	var hits atomic.Int64
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer target.Close()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+
+	// A store left by a crash: one delivery marked running.
+	path := filepath.Join(t.TempDir(), "hookbox.db")
+	db, err := store.Open(path, store.Options{Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := queue.New(db)
+	events := dedupe.New(db)
+	events.OnNew = func(tx *sql.Tx, ev *dedupe.Event) error {
+		return q.EnqueueTx(context.Background(), tx, ev.ID, []string{"hook"}, ev.ReceivedAt)
+	}
+	res, err := events.Ingest(context.Background(), &dedupe.Event{Source: "github", EventID: "d-1", ReceivedAt: time.Now(), Body: []byte(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jobs, err := q.Claim(context.Background(), 1, time.Minute, time.Now()); err != nil || len(jobs) != 1 {
+		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg, err := config.Parse("test.toml", []byte(githubConfig(fmt.Sprintf(`
+[[target]]
+name = "hook"
+source = "github"
+url = %q
+`, target.URL))), os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Server.Listen = taken.Addr().String()
+	cfg.Store.Path = path
+	m := NewMain(cfg, zerolog.New(&syncBuffer{}))
+	err = m.Run(context.Background())
+	if err == nil {
+		m.Close()
+		t.Fatalf("serve on %s, an address in use, started", taken.Addr())
+	}
+	if !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("err = %v, want it to say the address is in use", err)
+	}
+
+	db, err = store.Open(path, store.Options{Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ds, err := queue.New(db).Deliveries(context.Background(), []int64{res.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := ds[res.ID]; len(d) != 1 || d[0].Status != "running" || d[0].Attempts != 1 {
+		t.Fatalf("delivery after the failed start = %+v, want it left running after 1 attempt", d)
+	}
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("the target was called %d times by a serve that failed to start", n)
+	}
+}
