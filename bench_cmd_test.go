@@ -58,6 +58,11 @@ func TestBench(t *testing.T) {
 				serverEnv:  []string{"HOOKBOX_BENCH_CHILD=1"},
 			}
 			args := append([]string{"--duration", "300ms", "--rounds", "1", "--json"}, tt.args...)
+			var profile string
+			if tt.name == "EndToEnd" {
+				profile = filepath.Join(t.TempDir(), "e2e.pprof")
+				args = append(args, "--cpuprofile", profile)
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			if err := b.run(ctx, args); err != nil {
@@ -65,6 +70,15 @@ func TestBench(t *testing.T) {
 			}
 			if stderr.Len() == 0 {
 				t.Errorf("no progress lines on stderr")
+			}
+			// e2e profiles the hookbox+url server to FILE and the drain to FILE.backlog.
+			for _, p := range []string{profile, profile + ".backlog"} {
+				if profile == "" {
+					break
+				}
+				if b, err := os.ReadFile(p); err != nil || !bytes.HasPrefix(b, []byte{0x1f, 0x8b}) {
+					t.Errorf("profile %s: %d bytes, %v; want a gzipped pprof profile", p, len(b), err)
+				}
 			}
 			got := map[string]map[string]any{}
 			maxDepth := -1.0
@@ -151,7 +165,8 @@ func TestBench(t *testing.T) {
 			t.Fatalf("bench: %v\n%s", err, stderr.String())
 		}
 		out := stdout.String()
-		for _, want := range []string{"acks/s", "p50 ms", "p90 ms", "p99 ms", "RSS MiB", "WAL MiB", "median (min–max)", "acks/s hookbox ÷ bare", "hookbox WAL peak MiB"} {
+		for _, want := range []string{"hookbox bench: mode ingest, 2 connections, 200ms a server, 2 round(s), 1024-byte GitHub-signed bodies, synchronous=full;",
+			"acks/s", "p50 ms", "p90 ms", "p99 ms", "RSS MiB", "WAL MiB", "median (min–max)", "acks/s hookbox ÷ bare", "hookbox WAL peak MiB"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("table lacks %q:\n%s", want, out)
 			}

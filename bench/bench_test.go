@@ -166,8 +166,26 @@ func TestSink(t *testing.T) {
 		t.Errorf("after Reset: %d, want 0", n)
 	}
 
+	addr := strings.TrimPrefix(strings.TrimSuffix(s.URL(), "/sink"), "http://")
+
+	// Connection: close is answered, counted, and then the connection closes.
+	cc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	fmt.Fprintf(cc, "POST /sink HTTP/1.1\r\nHost: x\r\nHookbox-Source: shop\r\nHookbox-Event-Id: z\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+	cc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if got, err := io.ReadAll(cc); err != nil || !strings.HasPrefix(string(got), "HTTP/1.1 200 ") {
+		t.Errorf("Connection: close request: read %q, %v; want a 200 and then the end of the connection", got, err)
+	}
+	if n, _ := s.Counts(); n != 1 {
+		t.Errorf("after a Connection: close request: %d counted, want 1", n)
+	}
+	s.Reset()
+
 	// A chunked body is not read: the connection is closed, nothing counted.
-	c, err := net.Dial("tcp", strings.TrimPrefix(strings.TrimSuffix(s.URL(), "/sink"), "http://"))
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
