@@ -206,12 +206,13 @@ func TestSink(t *testing.T) {
 // The sync floor writes and fsyncs at the rate asked, for the time asked,
 // and stops by itself.
 func TestSyncFloor(t *testing.T) {
-	h, err := bench.SyncFloor(context.Background(), t.TempDir(), 200, 250*time.Millisecond)
+	// 40 a second leaves each write+fsync 25 ms: a slow disk still keeps up.
+	h, err := bench.SyncFloor(context.Background(), t.TempDir(), 40, 500*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := h.Count(); n < 40 || n > 60 {
-		t.Errorf("%d syncs at 200/s for 0.25 s, want about 50", n)
+	if n := h.Count(); n < 16 || n > 24 {
+		t.Errorf("%d syncs at 40/s for 0.5 s, want about 20", n)
 	}
 	if h.Percentile(0.5) <= 0 {
 		t.Errorf("median sync %v, want > 0", h.Percentile(0.5))
