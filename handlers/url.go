@@ -159,6 +159,10 @@ func (u *URL) requestError(ctx context.Context, err error) *Error {
 	if errors.Is(err, syscall.ECONNREFUSED) {
 		return &Error{Msg: "connection refused", Temporary: true, Err: err}
 	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+		// net/http says only "EOF" or "connection reset by peer".
+		return &Error{Msg: "the target closed the connection without answering", Temporary: true, Err: err}
+	}
 	msg := err.Error()
 	if ue := (*url.Error)(nil); errors.As(err, &ue) {
 		// Drop the `Post "http://…":` prefix; the target's URL is shown next to the error anyway.

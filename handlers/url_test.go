@@ -249,6 +249,29 @@ func TestURL_Deliver(t *testing.T) {
 		}
 	})
 
+	t.Run("Closed without answering", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Read(make([]byte, 64<<10)) // the request, then hang up
+				c.Close()
+			}
+		}()
+		_, err = handlers.NewURL("http://"+ln.Addr().String()+"/", 5*time.Second).Deliver(context.Background(), testDelivery())
+		he := mustError(t, err)
+		if want := "the target closed the connection without answering"; he.Msg != want || !he.Temporary {
+			t.Errorf("msg=%q temporary=%v, want %q true", he.Msg, he.Temporary, want)
+		}
+	})
+
 	t.Run("Huge response is bounded", func(t *testing.T) {
 		srv, _ := mustServer(t, func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusBadGateway)
