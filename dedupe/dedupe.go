@@ -259,19 +259,36 @@ func (s *Store) Get(ctx context.Context, id int64) (Stored, error) {
 	return e, nil
 }
 
+// sweepPayloadsSQL sweeps one window of ids: each write examines at most
+// the window's rows, found through the table's own key, however many events
+// before it were swept already. (A walk of events_received from the oldest
+// event would pass every swept event, kept for dedupe until keys_after, in
+// every batch, holding the store's only writer: seconds with weeks of them.)
+const sweepPayloadsSQL = `UPDATE events SET body = NULL, headers = NULL, swept_at = ?
+	WHERE id >= ? AND id < ? AND received_at < ? AND swept_at IS NULL
+		AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event = events.id AND d.status IN ('pending','running','retrying','dead'))`
+
 // Sweep drops bodies and headers of events received before payloadsBefore
 // whose deliveries are all finished, and deletes events (their dedupe keys)
-// received before keysBefore. It works in batches of batch rows and returns
-// how many events it swept and deleted.
+// received before keysBefore. Each write examines at most batch events for
+// payloads and deletes at most batch; it returns how many events it swept
+// and deleted.
 func (s *Store) Sweep(ctx context.Context, payloadsBefore, keysBefore time.Time, batch int) (swept, deleted int64, err error) {
 	now := time.Now().UnixMilli()
-	for {
+	// Ids grow with arrival: the windows run from the oldest event to the
+	// last one received before the cutoff. One received later under an
+	// earlier clock reading is reached by a later sweep.
+	var first, last sql.NullInt64
+	err = s.db.Reader().QueryRowContext(ctx, `SELECT (SELECT min(id) FROM events),
+		(SELECT id FROM events INDEXED BY events_received WHERE received_at < ? ORDER BY received_at DESC LIMIT 1)`,
+		payloadsBefore.UnixMilli()).Scan(&first, &last)
+	if err != nil {
+		return 0, 0, fmt.Errorf("sweep payloads: %w", err)
+	}
+	for lo := first.Int64; first.Valid && last.Valid && lo <= last.Int64; lo += int64(batch) {
 		var n int64
 		err := s.db.Write(ctx, func(tx *sql.Tx) error {
-			r, err := tx.ExecContext(ctx, `UPDATE events SET body = NULL, headers = NULL, swept_at = ?
-				WHERE id IN (SELECT id FROM events e WHERE received_at < ? AND swept_at IS NULL
-					AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event = e.id AND d.status IN ('pending','running','retrying','dead'))
-					LIMIT ?)`, now, payloadsBefore.UnixMilli(), batch)
+			r, err := tx.ExecContext(ctx, sweepPayloadsSQL, now, lo, lo+int64(batch), payloadsBefore.UnixMilli())
 			if err != nil {
 				return err
 			}
@@ -282,9 +299,6 @@ func (s *Store) Sweep(ctx context.Context, payloadsBefore, keysBefore time.Time,
 			return swept, deleted, fmt.Errorf("sweep payloads: %w", err)
 		}
 		swept += n
-		if n < int64(batch) {
-			break
-		}
 	}
 	for {
 		var n int64

@@ -2,6 +2,7 @@ package dedupe
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -24,5 +25,24 @@ func TestInsertEventBuildsNoTemporaryTable(t *testing.T) {
 	}
 	if n > 0 {
 		t.Errorf("the event insert builds %d temporary b-tree(s) on every run", n)
+	}
+}
+
+// The payload sweep holds the writer while it looks for events to sweep:
+// each write must examine one window of ids through the table's key, not
+// walk from the oldest event past the weeks of swept ones kept for dedupe,
+// which every batch would pass again.
+func TestSweepExaminesOneWindowAWrite(t *testing.T) {
+	db, err := store.Open(filepath.Join(t.TempDir(), "hookbox.db"), store.Options{Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	plan, err := sqlplan.Plan(db.Reader(), sweepPayloadsSQL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "SEARCH events USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"; len(plan) == 0 || plan[0] != want {
+		t.Errorf("the payload sweep's plan:\n%s\nwant it to begin %q: one window of ids", strings.Join(plan, "\n"), want)
 	}
 }

@@ -3,6 +3,7 @@ package dedupe_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"testing"
 	"time"
 
@@ -114,5 +115,65 @@ func TestSweep_EventNumbersAreNotReused(t *testing.T) {
 	// The kept key still dedupes; its payload is gone like the others'.
 	if res, err := s.Ingest(ctx, event("c")); err != nil || !res.Duplicate {
 		t.Errorf("resend of the newest swept event: duplicate=%v err=%v, want duplicate", res.Duplicate, err)
+	}
+}
+
+// The payload sweep goes through the store in windows of ids: every old
+// finished event is swept once however the windows fall (gaps left by
+// deleted events, dead ones kept), newer ones are not, and a second sweep
+// finds nothing left.
+func TestSweep_EveryWindow(t *testing.T) {
+	s, db := MustOpen(t)
+	q := queue.New(db)
+	s.OnNew = func(tx *sql.Tx, ev *dedupe.Event) error {
+		return q.EnqueueTx(context.Background(), tx, ev.ID, []string{"web"}, ev.ReceivedAt)
+	}
+	ctx := context.Background()
+	now := t0.Add(100 * 24 * time.Hour)
+	var ids []int64
+	for i := range 300 {
+		ev := event(fmt.Sprintf("e%03d", i))
+		ev.ReceivedAt = now.Add(-60 * 24 * time.Hour).Add(time.Duration(i) * time.Minute)
+		if i >= 250 {
+			ev.ReceivedAt = now.Add(-time.Hour) // recent: kept
+		}
+		res, err := s.Ingest(ctx, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, res.ID)
+	}
+	if err := db.Write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.Exec(`UPDATE deliveries SET status = 'done'`); err != nil {
+			return err
+		}
+		// Events 100–139 are gone (a gap of ids); 7 and 200 have dead deliveries.
+		if _, err := tx.Exec(`DELETE FROM events WHERE id >= ? AND id < ?`, ids[100], ids[140]); err != nil {
+			return err
+		}
+		_, err := tx.Exec(`UPDATE deliveries SET status = 'dead' WHERE event = ? OR event = ?`, ids[7], ids[200])
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	swept, _, err := s.Sweep(ctx, now.Add(-30*24*time.Hour), time.Time{}, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(250 - 40 - 2); swept != want {
+		t.Errorf("swept %d, want %d (every old finished event)", swept, want)
+	}
+	var left, recentSwept int
+	if err := db.Reader().QueryRow(`SELECT
+		(SELECT count(*) FROM events WHERE swept_at IS NULL AND received_at < ?),
+		(SELECT count(*) FROM events WHERE swept_at IS NOT NULL AND received_at >= ?)`,
+		now.Add(-30*24*time.Hour).UnixMilli(), now.Add(-30*24*time.Hour).UnixMilli()).Scan(&left, &recentSwept); err != nil {
+		t.Fatal(err)
+	}
+	if left != 2 || recentSwept != 0 {
+		t.Errorf("after the sweep: %d old events keep their payload (want the 2 dead ones), %d recent ones lost it (want 0)", left, recentSwept)
+	}
+	if again, _, err := s.Sweep(ctx, now.Add(-30*24*time.Hour), time.Time{}, 7); err != nil || again != 0 {
+		t.Errorf("second sweep: swept %d, err %v; want nothing left", again, err)
 	}
 }

@@ -38,3 +38,24 @@ func TemporaryTables(db *sql.DB, query string) (int, error) {
 	}
 	return n, rows.Err()
 }
+
+// Plan returns the detail lines of EXPLAIN QUERY PLAN for query (how each
+// table is searched: "SEARCH e USING INDEX events_unswept (received_at<?)").
+// Parameters are bound to NULL; nothing is run.
+func Plan(db *sql.DB, query string) ([]string, error) {
+	rows, err := db.Query(`EXPLAIN QUERY PLAN `+query, make([]any, strings.Count(query, "?"))...)
+	if err != nil {
+		return nil, fmt.Errorf("explain query plan: %w", err)
+	}
+	defer rows.Close()
+	var lines []string
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			return nil, err
+		}
+		lines = append(lines, detail)
+	}
+	return lines, rows.Err()
+}
