@@ -40,6 +40,21 @@ type Alerter struct {
 	wake   chan struct{}
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	// Outcomes of sent alerts that the store did not take (a full disk),
+	// written again before anything else is sent: the alert stays due in
+	// the store meanwhile, and sending it again would repeat it. Only the
+	// loop's goroutine uses it.
+	unrecorded []outcome
+}
+
+// outcome is the result of one send, as recordAlert writes it.
+type outcome struct {
+	id     int64
+	err    error
+	next   time.Time
+	gaveUp bool
+	at     time.Time
 }
 
 // NewAlerter returns an alerter sending through n.
@@ -87,6 +102,9 @@ func (a *Alerter) Stop() {
 }
 
 func (a *Alerter) sendDue(ctx context.Context) {
+	if !a.recordAgain(ctx) {
+		return // the next tick tries again
+	}
 	for ctx.Err() == nil {
 		due, err := a.q.dueAlerts(ctx, a.now(), 16)
 		if err != nil {
@@ -116,13 +134,35 @@ func (a *Alerter) sendDue(ctx context.Context) {
 					a.log.Warn().Err(err).Int64("event", d.Event).Str("target", d.Target).Msg("alert failed; will retry")
 				}
 			}
-			wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			if err := a.q.recordAlert(wctx, d.id, err, next, gaveUp, a.now()); err != nil {
-				a.log.Error().Err(err).Msg("record alert")
+			o := outcome{id: d.id, err: err, next: next, gaveUp: gaveUp, at: a.now()}
+			if err := a.record(ctx, o); err != nil {
+				a.log.Error().Err(err).Int64("event", d.Event).Str("target", d.Target).
+					Msg("could not record the alert's outcome; writing it again before sending more")
+				a.unrecorded = append(a.unrecorded, o)
+				return
 			}
-			wcancel()
 		}
 	}
+}
+
+func (a *Alerter) record(ctx context.Context, o outcome) error {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	return a.q.recordAlert(wctx, o.id, o.err, o.next, o.gaveUp, o.at)
+}
+
+// recordAgain writes the outcomes the store refused before, and reports
+// whether all are in. A stop loses them: those alerts are due again at the
+// next start and are sent once more.
+func (a *Alerter) recordAgain(ctx context.Context) bool {
+	for len(a.unrecorded) > 0 {
+		if err := a.record(ctx, a.unrecorded[0]); err != nil {
+			return false
+		}
+		a.log.Info().Msg("recorded an alert's outcome that the store refused before")
+		a.unrecorded = a.unrecorded[1:]
+	}
+	return true
 }
 
 type dueAlert struct {
@@ -161,7 +201,10 @@ func (q *Queue) recordAlert(ctx context.Context, id int64, sendErr error, next t
 		case gaveUp:
 			_, err = tx.ExecContext(ctx, `UPDATE dead_letters SET alert_attempts = alert_attempts + 1, alert_due_at = NULL, alert_error = ? WHERE id = ?`, sendErr.Error(), id)
 		default:
-			_, err = tx.ExecContext(ctx, `UPDATE dead_letters SET alert_attempts = alert_attempts + 1, alert_due_at = ?, alert_error = ? WHERE id = ?`, next.UnixMilli(), sendErr.Error(), id)
+			// A dead letter revived (redelivered, replayed) while its alert
+			// was on its way needs no alert any more.
+			_, err = tx.ExecContext(ctx, `UPDATE dead_letters SET alert_attempts = alert_attempts + 1,
+				alert_due_at = CASE WHEN revived_at IS NULL THEN ? END, alert_error = ? WHERE id = ?`, next.UnixMilli(), sendErr.Error(), id)
 		}
 		return err
 	})

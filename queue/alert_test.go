@@ -1,0 +1,126 @@
+package queue_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"hookbox/dedupe"
+	"hookbox/queue"
+	"hookbox/store"
+)
+
+// notifier counts alerts; block, if set, holds each send until it yields
+// the send's answer.
+type notifier struct {
+	sent  atomic.Int64
+	block chan error
+}
+
+func (n *notifier) Notify(context.Context, queue.Alert) error {
+	n.sent.Add(1)
+	if n.block != nil {
+		return <-n.block
+	}
+	return nil
+}
+
+// deadWithAlert stores one event whose delivery went dead with its alert due.
+func deadWithAlert(t *testing.T) (*store.DB, *queue.Queue, *dedupe.Store) {
+	t.Helper()
+	db, q, events := mustOpenDB(t, "sink")
+	ctx := context.Background()
+	now := time.Now()
+	mustIngest(t, events, "evt_dead", now.Add(-time.Minute))
+	jobs, err := q.Claim(ctx, 1, time.Minute, now)
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
+	}
+	f := queue.Finish{Attempt: queue.Attempt{Number: 1, StartedAt: now, Outcome: "failed", Error: "boom"}, Dead: true, AlertDue: true}
+	if err := q.Complete(ctx, jobs[0], f, now); err != nil {
+		t.Fatal(err)
+	}
+	return db, q, events
+}
+
+func exec(t *testing.T, db *store.DB, query string) {
+	t.Helper()
+	if err := db.Write(context.Background(), func(tx *sql.Tx) error {
+		_, err := tx.Exec(query)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitFor polls cond until it holds or 10 s pass.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+	}
+}
+
+// An alert whose outcome the store refuses (a full disk) is not sent again
+// and again: the alerter writes the outcome again until it goes in.
+func TestAlerter_UnrecordedOutcomeIsNotResent(t *testing.T) {
+	db, q, _ := deadWithAlert(t)
+	exec(t, db, `CREATE TRIGGER refuse BEFORE UPDATE ON dead_letters BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`)
+	n := &notifier{}
+	a := queue.NewAlerter(q, n, zerolog.Nop(), nil)
+	a.Start(context.Background())
+	defer a.Stop()
+	waitFor(t, "the alert is sent", func() bool { return n.sent.Load() > 0 })
+	time.Sleep(300 * time.Millisecond) // the store still refuses
+	exec(t, db, `DROP TRIGGER refuse`)
+	waitFor(t, "the outcome is recorded", func() bool {
+		var alerted sql.NullInt64
+		err := db.Reader().QueryRow(`SELECT alerted_at FROM dead_letters`).Scan(&alerted)
+		return err == nil && alerted.Valid
+	})
+	a.Stop()
+	if got := n.sent.Load(); got != 1 {
+		t.Errorf("the alert was sent %d times while its outcome could not be written, want once", got)
+	}
+}
+
+// A dead letter revived (the sender sent the event again) while its alert
+// was on its way does not get the alert back when that send fails.
+func TestAlerter_RevivedDuringSendIsNotAlertedAgain(t *testing.T) {
+	db, q, events := deadWithAlert(t)
+	events.OnDuplicate = func(tx *sql.Tx, id int64, now time.Time) (int64, error) {
+		return q.ReviveTx(context.Background(), tx, id, now)
+	}
+	n := &notifier{block: make(chan error)}
+	a := queue.NewAlerter(q, n, zerolog.Nop(), nil)
+	a.Backoff = time.Millisecond
+	a.Start(context.Background())
+	defer a.Stop()
+	waitFor(t, "the alert is on its way", func() bool { return n.sent.Load() > 0 })
+	res, err := events.Ingest(context.Background(), &dedupe.Event{Source: "shop", EventID: "evt_dead", Type: "order.created", ReceivedAt: time.Now(), Body: []byte(`{}`)})
+	if err != nil || res.Revived != 1 {
+		t.Fatalf("redelivery: revived %d, %v; want the dead delivery revived", res.Revived, err)
+	}
+	n.block <- errors.New("alert endpoint down")
+	var due sql.NullInt64
+	waitFor(t, "the failed send is recorded", func() bool {
+		var tries int
+		err := db.Reader().QueryRow(`SELECT alert_attempts, alert_due_at FROM dead_letters`).Scan(&tries, &due)
+		return err == nil && tries == 1
+	})
+	if due.Valid {
+		t.Errorf("the revived dead letter's alert is due again at %d, want no alert", due.Int64)
+	}
+	close(n.block) // a further send (there should be none) returns at once
+	a.Stop()
+	if got := n.sent.Load(); got != 1 {
+		t.Errorf("%d alerts sent for a dead letter revived during the first, want 1", got)
+	}
+}
