@@ -56,20 +56,21 @@ func (r Retry) Delay(n int) time.Duration {
 	}
 	d := r.Backoff
 	for i := 1; i < n && d < r.MaxBackoff; i++ {
+		if d > r.MaxBackoff/2 {
+			d = r.MaxBackoff // doubling a cap near the largest duration would overflow
+			break
+		}
 		d *= 2
 	}
-	if d > r.MaxBackoff {
-		d = r.MaxBackoff
-	}
+	d = min(d, r.MaxBackoff)
 	j := 0.8 + 0.4*rand.Float64()
 	if r.Jitter != nil {
 		j = r.Jitter()
 	}
-	d = time.Duration(float64(d) * j)
-	if d > r.MaxBackoff {
-		d = r.MaxBackoff
+	if f := float64(d) * j; f < float64(r.MaxBackoff) {
+		return time.Duration(f)
 	}
-	return d
+	return r.MaxBackoff
 }
 
 // PoolConfig configures a Pool.

@@ -431,6 +431,26 @@ func TestRetry_Delay(t *testing.T) {
 		})
 	}
 
+	// A cap near the largest duration (max_backoff = "100000d") neither
+	// overflows the doubling nor the jitter into a negative delay.
+	t.Run("Huge cap", func(t *testing.T) {
+		huge := 100000 * 24 * time.Hour
+		for _, j := range []float64{0.8, 1, 1.2} {
+			r := queue.Retry{Backoff: time.Second, MaxBackoff: huge, Jitter: func() float64 { return j }}
+			prev := time.Duration(0)
+			for n := 1; n <= 80; n++ {
+				d := r.Delay(n)
+				if d <= 0 || d > huge || d < prev {
+					t.Fatalf("jitter %v: Delay(%d)=%v after %v, want growing, within (0, %v]", j, n, d, prev, huge)
+				}
+				prev = d
+			}
+			if prev < time.Duration(float64(huge)*0.8) {
+				t.Errorf("jitter %v: Delay(80)=%v, want it to reach the cap's band", j, prev)
+			}
+		}
+	})
+
 	t.Run("Default jitter within 20%", func(t *testing.T) {
 		r := queue.Retry{Backoff: backoff, MaxBackoff: time.Hour}
 		lo, hi := time.Hour, time.Duration(0)
