@@ -89,9 +89,18 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 	}()
 	cfg := m.Config
-	// One serve per store: two would each think the other's running
-	// deliveries were interrupted and run them again.
-	if m.lock, err = lockStore(cfg.Store.Path); err != nil {
+	if err := os.MkdirAll(filepath.Dir(cfg.Store.Path), 0o750); err != nil {
+		return fmt.Errorf("store directory: %w", err)
+	}
+	// The store's identity as its command targets see it (HOOKBOX_STORE).
+	storeID, err := storeIdentity(cfg.Store.Path)
+	if err != nil {
+		return fmt.Errorf("store path %s: %w", cfg.Store.Path, err)
+	}
+	// One serve per store, however its path is spelled: two would each
+	// think the other's running deliveries were interrupted and run them
+	// again.
+	if m.lock, err = lockStore(storeID); err != nil {
 		return err
 	}
 	m.DB, err = store.Open(cfg.Store.Path, store.Options{
@@ -106,11 +115,6 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.Metrics = NewMetrics(m.Queue, m.Now)
 	m.Metrics.Store = m.DB.Stats
 
-	// The store's identity as its command targets see it (HOOKBOX_STORE).
-	storeID, err := storeIdentity(cfg.Store.Path)
-	if err != nil {
-		return fmt.Errorf("store path %s: %w", cfg.Store.Path, err)
-	}
 	targets, err := buildTargets(cfg, storeID)
 	if err != nil {
 		return err
@@ -402,9 +406,6 @@ func isTerminal(f *os.File) bool {
 // process. (Not on the database file itself: closing any descriptor of that
 // file would drop SQLite's own POSIX locks.)
 func lockStore(path string) (*os.File, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return nil, fmt.Errorf("lock store: %w", err)
-	}
 	f, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lock store: %w", err)

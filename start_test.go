@@ -94,3 +94,53 @@ url = %q
 		t.Fatalf("the target was called %d times by a serve that failed to start", n)
 	}
 }
+
+// One serve per store however its path is spelled: a second serve naming
+// the same store through a linked directory or a linked file is refused.
+func TestServe_OneServePerStoreThroughSymlinks(t *testing.T) {
+	base := t.TempDir()
+	realDir := filepath.Join(base, "data")
+	if err := os.Mkdir(realDir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	linkDir := filepath.Join(base, "var-lib-hookbox")
+	if err := os.Symlink(realDir, linkDir); err != nil {
+		t.Fatal(err)
+	}
+	// Named through the link before the store exists: the same identity
+	// as the real path once it does.
+	before, err := storeIdentity(filepath.Join(linkDir, "hookbox.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := MustRunMain(t, githubConfig(""), realDir) // creates realDir/hookbox.db
+	after, err := storeIdentity(filepath.Join(linkDir, "hookbox.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := filepath.EvalSymlinks(tm.Config.Store.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before != want || after != want {
+		t.Errorf("identity through the link: %q before the store existed, %q after, want both %q", before, after, want)
+	}
+	linkFile := filepath.Join(base, "alias.db")
+	if err := os.Symlink(tm.Config.Store.Path, linkFile); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{filepath.Join(linkDir, "hookbox.db"), linkFile} {
+		cfg := tm.Config
+		cfg.Server.Listen = "127.0.0.1:0"
+		cfg.Store.Path = path
+		m := NewMain(cfg, zerolog.New(&syncBuffer{}))
+		err := m.Run(context.Background())
+		if err == nil {
+			m.Close()
+			t.Fatalf("a second serve on %s (the running serve's store) started", path)
+		}
+		if !strings.Contains(err.Error(), "in use by another hookbox serve") {
+			t.Errorf("second serve on %s: %v, want the store-in-use refusal", path, err)
+		}
+	}
+}

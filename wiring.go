@@ -249,8 +249,10 @@ func (m *Main) stopLeftovers(ctx context.Context, store string) {
 }
 
 // storeIdentity is the store's path as command targets see it in
-// HOOKBOX_STORE: absolute, with symbolic links resolved, so that a store
-// named another way in the next start's config is still recognised.
+// HOOKBOX_STORE and as the serve lock is taken: absolute, with symbolic
+// links resolved, so that a store named another way (through a linked file
+// or directory) is still the same store. A store not created yet is named
+// by its directory's real path, as it will be once created.
 func storeIdentity(path string) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -259,5 +261,8 @@ func storeIdentity(path string) (string, error) {
 	if real, err := filepath.EvalSymlinks(abs); err == nil {
 		return real, nil
 	}
-	return abs, nil // not created yet
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		return filepath.Join(dir, filepath.Base(abs)), nil
+	}
+	return abs, nil
 }
