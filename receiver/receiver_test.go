@@ -1,6 +1,7 @@
 package receiver_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -300,4 +301,44 @@ func TestServer_UnbindFreesTheAddress(t *testing.T) {
 		t.Fatalf("listen on %s after unbind: %v", addr, err)
 	}
 	ln.Close()
+}
+
+// A sender that hangs up while its event waits for the store is not a store
+// failure: hookbox_unavailable_total counts 503s the store caused, and the
+// log says what happened instead of "could not store the event".
+func TestServer_SenderGoneWhileStoring(t *testing.T) {
+	var logs bytes.Buffer
+	entered := make(chan struct{})
+	st := &recorder{IngestFn: func(ctx context.Context, e *receiver.Event) (receiver.Result, error) {
+		close(entered)
+		<-ctx.Done() // the store skips a write whose request is gone
+		return receiver.Result{}, ctx.Err()
+	}}
+	srv := receiver.New(receiver.Config{
+		Sources: []receiver.Source{{Name: "src", EventID: mustLocation(t, "json:id")}},
+		Logger:  zerolog.New(&logs),
+	}, st)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-entered
+		cancel()
+	}()
+	w := httptest.NewRecorder()
+	srv.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/hooks/src", strings.NewReader(`{"id":"e1"}`)).WithContext(ctx))
+	if n := srv.Counters.Failed.Load(); n != 0 {
+		t.Errorf("unavailable counter = %d after a sender hung up, want 0", n)
+	}
+	if !strings.Contains(logs.String(), "closed the connection before its event was stored") || strings.Contains(logs.String(), `"level":"error"`) {
+		t.Errorf("log %q, want an info line saying the sender went away, no error", logs.String())
+	}
+
+	// A store that fails while the sender waits still counts.
+	st.IngestFn = func(context.Context, *receiver.Event) (receiver.Result, error) {
+		return receiver.Result{}, errors.New("disk I/O error")
+	}
+	w = httptest.NewRecorder()
+	srv.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/hooks/src", strings.NewReader(`{"id":"e2"}`)))
+	if w.Code != http.StatusServiceUnavailable || srv.Counters.Failed.Load() != 1 {
+		t.Errorf("store failure: status %d, unavailable counter %d; want 503 and 1", w.Code, srv.Counters.Failed.Load())
+	}
 }

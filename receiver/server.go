@@ -263,6 +263,14 @@ func (s *Server) handleHook(w http.ResponseWriter, r *http.Request) {
 		return // answered (Slack url_verification)
 	}
 	res, err := s.store.Ingest(r.Context(), ev)
+	if gone := r.Context().Err(); err != nil && gone != nil && errors.Is(err, gone) {
+		// The sender hung up while its event waited for the writer, which
+		// skips a write whose request is gone: nothing was kept, no one is
+		// left to answer, and the store is fine.
+		s.log.Info().Str("source", ev.Source).Str("event_id", ev.EventID).Str("remote", r.RemoteAddr).
+			Msg("the sender closed the connection before its event was stored; nothing was kept, it sends again")
+		return
+	}
 	if err != nil {
 		s.writeError(w, r, &Error{Status: http.StatusServiceUnavailable, Msg: "could not store the event; nothing was kept, send it again", RetryAfter: 5, Err: err})
 		return
