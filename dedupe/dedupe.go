@@ -288,6 +288,7 @@ func (s *Store) Sweep(ctx context.Context, payloadsBefore, keysBefore time.Time,
 	for lo := first.Int64; first.Valid && last.Valid && lo <= last.Int64; lo += int64(batch) {
 		var n int64
 		err := s.db.Write(ctx, func(tx *sql.Tx) error {
+			ctx := context.WithoutCancel(ctx) // see store.Write
 			r, err := tx.ExecContext(ctx, sweepPayloadsSQL, now, lo, lo+int64(batch), payloadsBefore.UnixMilli())
 			if err != nil {
 				return err
@@ -303,6 +304,7 @@ func (s *Store) Sweep(ctx context.Context, payloadsBefore, keysBefore time.Time,
 	for {
 		var n int64
 		err := s.db.Write(ctx, func(tx *sql.Tx) error {
+			ctx := context.WithoutCancel(ctx) // see store.Write
 			// The newest row stays (its payload may go): SQLite numbers a
 			// new row max(id)+1, so deleting it would hand its number to the
 			// next event, and an alert naming the old one would point to a

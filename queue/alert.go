@@ -194,6 +194,7 @@ func (q *Queue) dueAlerts(ctx context.Context, now time.Time, limit int) ([]dueA
 
 func (q *Queue) recordAlert(ctx context.Context, id int64, sendErr error, next time.Time, gaveUp bool, now time.Time) error {
 	return q.db.Write(ctx, func(tx *sql.Tx) error {
+		ctx := context.WithoutCancel(ctx) // see store.Write
 		var err error
 		switch {
 		case sendErr == nil:

@@ -127,6 +127,7 @@ func (q *Queue) Replay(ctx context.Context, sel ReplaySelector, now time.Time) (
 	const swept = `EXISTS (SELECT 1 FROM events e WHERE e.id = deliveries.event AND e.swept_at IS NOT NULL)`
 	var r Replayed
 	err := q.db.Write(ctx, func(tx *sql.Tx) error {
+		ctx := context.WithoutCancel(ctx) // see store.Write
 		r = Replayed{}
 		cond := strings.Join(where, " AND ")
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM deliveries WHERE `+cond+` AND `+swept, args...).Scan(&r.Swept); err != nil {
@@ -299,6 +300,7 @@ func (q *Queue) Unclaim(ctx context.Context, jobs []*Job, now time.Time) error {
 		return nil
 	}
 	err := q.db.Write(ctx, func(tx *sql.Tx) error {
+		ctx := context.WithoutCancel(ctx) // see store.Write
 		for _, j := range jobs {
 			if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = CASE WHEN attempts <= 1 THEN 'pending' ELSE 'retrying' END,
 				attempts = max(attempts - 1, 0), run_at = ? WHERE id = ? AND lease_token = ? AND status = 'running'`,
@@ -365,6 +367,7 @@ func (q *Queue) Running(ctx context.Context) ([]RunningKey, error) {
 func (q *Queue) Recover(ctx context.Context, now time.Time) (int64, error) {
 	var n int64
 	err := q.db.Write(ctx, func(tx *sql.Tx) error {
+		ctx := context.WithoutCancel(ctx) // see store.Write
 		r, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = 'retrying', run_at = ?, last_error = 'interrupted: hookbox stopped during the attempt'
 			WHERE status = 'running'`, now.UnixMilli())
 		if err != nil {
@@ -406,6 +409,7 @@ type Finish struct {
 func (q *Queue) Renew(ctx context.Context, jobs []*Job, lease time.Duration, now time.Time) (int64, error) {
 	var renewed int64
 	err := q.db.Write(ctx, func(tx *sql.Tx) error {
+		ctx := context.WithoutCancel(ctx) // see store.Write
 		renewed = 0
 		st, err := q.db.Stmt(ctx, tx, renewSQL)
 		if err != nil {
@@ -484,6 +488,7 @@ const (
 
 func (q *Queue) completeFn(ctx context.Context, j *Job, f Finish, now time.Time, stale *bool) func(*sql.Tx) error {
 	return func(tx *sql.Tx) error {
+		ctx := context.WithoutCancel(ctx) // see store.Write
 		*stale = false
 		a := f.Attempt
 		query, args := retrySQL, []any{f.Next.UnixMilli(), a.Error, j.Delivery, j.Token}

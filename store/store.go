@@ -325,6 +325,12 @@ func (db *DB) Stats() Stats {
 // back and every other fn runs again under its own savepoint. So fn must
 // only change the database and set its results, nothing outside.
 //
+// ctx decides only whether the write runs: one whose ctx has ended before
+// the writer reaches it is skipped and gets ctx's error. fn's statements
+// should use a context without cancellation (context.WithoutCancel): a
+// statement its context interrupts rolls back the whole transaction, and
+// with it the other writes of the batch.
+//
 // Write returns ErrClosed once Close has begun.
 func (db *DB) Write(ctx context.Context, fn func(*sql.Tx) error) error {
 	o := &op{ctx: ctx, fn: fn, done: make(chan struct{})}
