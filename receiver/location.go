@@ -21,7 +21,7 @@ const MaxEventIDLen = 256
 type Location []locPart
 
 type locPart struct {
-	kind string // "header", "json", "body-sha256", "auto"
+	kind string // "header", "json", "body-sha256", "auto"; "generate" for the local sink only
 	name string // header name, for kind header
 	path []string
 }
@@ -68,6 +68,8 @@ func (l Location) String() string {
 			parts[i] = "header " + p.name
 		case "json":
 			parts[i] = "JSON field " + strings.Join(p.path, ".")
+		case "auto":
+			parts[i] = "auto (the usual headers, then the JSON id or type field)"
 		default:
 			parts[i] = p.kind
 		}
@@ -125,12 +127,15 @@ func (l Location) extract(h http.Header, body []byte, getDoc func() (any, error)
 					return v, nil
 				}
 			}
-			if isID {
-				var b [12]byte
-				_, _ = rand.Read(b[:])
-				return "gen_" + hex.EncodeToString(b[:]), nil
+			if !isID {
+				return "", nil // no type is no error
 			}
-			return "", nil
+		case "generate":
+			// The local sink stores whatever it gets: a request carrying no
+			// id gets a made-up one (and so is never a duplicate).
+			var b [12]byte
+			_, _ = rand.Read(b[:])
+			return "gen_" + hex.EncodeToString(b[:]), nil
 		}
 	}
 	if jsonErr != nil {

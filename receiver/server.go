@@ -121,7 +121,7 @@ func New(cfg Config, st Store) *Server {
 	}
 	if cfg.AnySource {
 		auto, _ := ParseLocation("auto")
-		s.auto = &Source{EventID: auto, EventType: auto, MaxBody: cfg.MaxBody}
+		s.auto = &Source{EventID: append(auto, locPart{kind: "generate"}), EventType: auto, MaxBody: cfg.MaxBody}
 	}
 	s.http = &http.Server{
 		Handler:           s,
