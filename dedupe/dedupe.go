@@ -270,7 +270,8 @@ const sweepPayloadsSQL = `UPDATE events SET body = NULL, headers = NULL, swept_a
 
 // Sweep drops bodies and headers of events received before payloadsBefore
 // whose deliveries are all finished, and deletes events (their dedupe keys)
-// received before keysBefore. Each write examines at most batch events for
+// received before keysBefore. Events with a dead delivery keep both until
+// it is replayed or redelivered: a dead letter is work nobody has done. Each write examines at most batch events for
 // payloads and deletes at most batch; it returns how many events it swept
 // and deleted.
 func (s *Store) Sweep(ctx context.Context, payloadsBefore, keysBefore time.Time, batch int) (swept, deleted int64, err error) {
@@ -311,7 +312,7 @@ func (s *Store) Sweep(ctx context.Context, payloadsBefore, keysBefore time.Time,
 			// different event. Its id keeps deduping until a newer event
 			// arrives (README, [retention]).
 			r, err := tx.ExecContext(ctx, `DELETE FROM events WHERE id IN (SELECT id FROM events e WHERE received_at < ?
-				AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event = e.id AND d.status IN ('pending','running','retrying'))
+				AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event = e.id AND d.status IN ('pending','running','retrying','dead'))
 				AND id < (SELECT max(id) FROM events)
 				LIMIT ?)`, keysBefore.UnixMilli(), batch)
 			if err != nil {

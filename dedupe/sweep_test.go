@@ -40,13 +40,14 @@ func TestSweep_RetentionKeepsWhatIsNeeded(t *testing.T) {
 	oldDead := ingest("old_dead", now.Add(-40*24*time.Hour), queue.Dead)
 	ancientDone := ingest("ancient_done", now.Add(-100*24*time.Hour), queue.Done)
 	ancientQueued := ingest("ancient_queued", now.Add(-100*24*time.Hour), queue.Retrying)
+	ancientDead := ingest("ancient_dead", now.Add(-100*24*time.Hour), queue.Dead)
 
 	swept, deleted, err := s.Sweep(ctx, now.Add(-30*24*time.Hour), now.Add(-90*24*time.Hour), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// old_done and ancient_done lose their payload (ancient_done then goes
-	// altogether); old_dead and ancient_queued keep theirs.
+	// altogether); old_dead, ancient_queued and ancient_dead keep theirs.
 	if swept != 2 || deleted != 1 {
 		t.Fatalf("swept=%d deleted=%d, want 2 and 1", swept, deleted)
 	}
@@ -59,6 +60,7 @@ func TestSweep_RetentionKeepsWhatIsNeeded(t *testing.T) {
 		{oldDone, false, true},
 		{oldDead, true, false},
 		{ancientQueued, true, false},
+		{ancientDead, true, false}, // a dead letter is kept, payload and all, until handled
 	} {
 		e, err := s.Get(ctx, c.row)
 		if err != nil {
