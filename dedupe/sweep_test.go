@@ -39,8 +39,8 @@ func TestSweep_RetentionKeepsWhatIsNeeded(t *testing.T) {
 	oldDone := ingest("old_done", now.Add(-40*24*time.Hour), queue.Done)
 	oldDead := ingest("old_dead", now.Add(-40*24*time.Hour), queue.Dead)
 	ancientDone := ingest("ancient_done", now.Add(-100*24*time.Hour), queue.Done)
-	ancientQueued := ingest("ancient_queued", now.Add(-100*24*time.Hour), queue.Retrying)
 	ancientDead := ingest("ancient_dead", now.Add(-100*24*time.Hour), queue.Dead)
+	ancientQueued := ingest("ancient_queued", now.Add(-100*24*time.Hour), queue.Retrying) // newest: kept anyway
 
 	swept, deleted, err := s.Sweep(ctx, now.Add(-30*24*time.Hour), now.Add(-90*24*time.Hour), 2)
 	if err != nil {
