@@ -104,7 +104,7 @@ type Target struct {
 	Command     []string          `toml:"command"`      // argv, never a shell string
 	Env         map[string]string `toml:"env"`          // extra environment for Command
 	Timeout     Duration          `toml:"timeout"`      // default 10s for URL, 30s for Command
-	Events      []string          `toml:"events"`       // path.Match globs on the event type; empty = all
+	Events      []string          `toml:"events"`       // globs on the event type (MatchType); empty = all
 	MaxAttempts int               `toml:"max_attempts"` // 0 = delivery.max_attempts
 }
 
@@ -129,12 +129,22 @@ func (t Target) Matches(source, eventType string) bool {
 		return false
 	}
 	for _, pat := range t.Events {
-		// Patterns were checked by Parse; a bad one matches nothing.
-		if ok, _ := path.Match(pat, eventType); ok {
+		if MatchType(pat, eventType) {
 			return true
 		}
 	}
 	return false
+}
+
+// MatchType reports whether an event type matches a target's events
+// pattern: path.Match, except that '/' is an ordinary character, so that
+// "*" matches every Shopify topic ("orders/create") as it does every other
+// type. '/' is renamed to NUL on both sides (no stored type or checked
+// pattern holds a control character). A bad pattern matches nothing;
+// Parse refuses them.
+func MatchType(pattern, eventType string) bool {
+	ok, _ := path.Match(strings.ReplaceAll(pattern, "/", "\x00"), strings.ReplaceAll(eventType, "/", "\x00"))
+	return ok
 }
 
 // DefaultConfig returns the defaults that a config file is decoded over.

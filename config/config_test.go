@@ -368,6 +368,7 @@ func TestParse_Validation(t *testing.T) {
 		{"Target env name", srcStripe + tgt + "command = [\"/bin/true\"]\nenv = { \"1BAD\" = \"x\" }\n", "target[t].env", "1BAD"},
 		{"Target env on url", srcStripe + tgt + "url = \"http://127.0.0.1/\"\nenv = { A = \"x\" }\n", "target[t].env", ""},
 		{"Target events glob", srcStripe + tgt + "url = \"http://127.0.0.1/\"\nevents = [\"invoice.[\"]\n", "target[t].events", "invoice.["},
+		{"Target events control character", srcStripe + tgt + "url = \"http://127.0.0.1/\"\nevents = [\"orders\\u0000*\"]\n", "target[t].events", "orders\x00*"},
 		{"Target events empty pattern", srcStripe + tgt + "url = \"http://127.0.0.1/\"\nevents = [\"\"]\n", "target[t].events", ""},
 		{"Target max attempts negative", srcStripe + tgt + "url = \"http://127.0.0.1/\"\nmax_attempts = -1\n", "target[t].max_attempts", "-1"},
 		{"Target command wrong type", srcStripe + tgt + "command = \"/bin/true\"\n", "target[t].command", "/bin/true"},
@@ -673,8 +674,14 @@ func TestTarget_Matches(t *testing.T) {
 		{"No glob matches", globs, "stripe", "customer.deleted", false},
 		{"Glob, other source", globs, "github", "invoice.paid", false},
 		{"Empty type with globs", globs, "stripe", "", false},
-		{"Star stops at slash", config.Target{Source: "shop", Events: []string{"*"}}, "shop", "orders/create", false},
+		// Shopify topics hold a slash: "*" is every type there too.
+		{"Star crosses slash", config.Target{Source: "shop", Events: []string{"*"}}, "shop", "orders/create", true},
+		{"Prefix star crosses slash", config.Target{Source: "shop", Events: []string{"orders*"}}, "shop", "orders/create", true},
+		{"Star before slash", config.Target{Source: "shop", Events: []string{"*/create"}}, "shop", "orders/create", true},
 		{"Slash glob", slashes, "shop", "orders/create", true},
+		{"Slash glob, other topic", slashes, "shop", "products/create", false},
+		{"Class with slash", config.Target{Source: "shop", Events: []string{"orders[/]create"}}, "shop", "orders/create", true},
+		{"Question mark is one character", config.Target{Source: "shop", Events: []string{"orders?create"}}, "shop", "orders/create", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"hookbox/signature"
 )
@@ -458,7 +459,7 @@ func validateTarget(sc scope, t *Target, sources []Source) {
 	for _, pat := range t.Events {
 		if pat == "" {
 			sc.add("events", "", "empty pattern")
-		} else if _, err := path.Match(pat, ""); err != nil {
+		} else if _, err := path.Match(pat, ""); err != nil || strings.ContainsFunc(pat, unicode.IsControl) {
 			sc.add("events", pat, "not a valid glob pattern")
 		}
 	}
