@@ -466,17 +466,29 @@ func orDash(s string) string {
 
 // deadLine is the --json form of a dead letter.
 type deadLine struct {
-	ID        int64  `json:"id"`
-	Event     int64  `json:"event"`
-	Source    string `json:"source"`
-	EventID   string `json:"event_id"`
-	Type      string `json:"type"`
-	Target    string `json:"target"`
-	Attempts  int    `json:"attempts"`
-	Error     string `json:"error"`
-	DeadAt    string `json:"dead_at"`
-	AlertedAt string `json:"alerted_at,omitempty"`
-	RevivedAt string `json:"revived_at,omitempty"`
+	ID         int64  `json:"id"`
+	Event      int64  `json:"event"`
+	Source     string `json:"source"`
+	EventID    string `json:"event_id"`
+	Type       string `json:"type"`
+	Target     string `json:"target"`
+	Attempts   int    `json:"attempts"`
+	Error      string `json:"error"`
+	DeadAt     string `json:"dead_at"`
+	AlertedAt  string `json:"alerted_at,omitempty"`
+	AlertError string `json:"alert_error,omitempty"` // the last failed send's error, until one succeeds
+	RevivedAt  string `json:"revived_at,omitempty"`
+}
+
+// alertState is the ALERT column of `hookbox dead`.
+func alertState(d queue.DeadLetter) string {
+	switch {
+	case !d.AlertedAt.IsZero():
+		return "sent"
+	case d.AlertErr != "":
+		return "failed: " + d.AlertErr
+	}
+	return "-"
 }
 
 func (c *cli) dead(ctx context.Context, args []string) error {
@@ -501,16 +513,17 @@ func (c *cli) dead(ctx context.Context, args []string) error {
 		enc := json.NewEncoder(c.stdout)
 		for _, d := range list {
 			if err := enc.Encode(deadLine{ID: d.ID, Event: d.Event, Source: d.Source, EventID: d.EventID, Type: d.Type, Target: d.Target,
-				Attempts: d.Attempts, Error: d.Error, DeadAt: rfc(d.DeadAt), AlertedAt: rfc(d.AlertedAt), RevivedAt: rfc(d.RevivedAt)}); err != nil {
+				Attempts: d.Attempts, Error: d.Error, DeadAt: rfc(d.DeadAt), AlertedAt: rfc(d.AlertedAt), AlertError: d.AlertErr,
+				RevivedAt: rfc(d.RevivedAt)}); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "EVENT\tDEAD AT\tSOURCE\tEVENT ID\tTARGET\tATTEMPTS\tERROR")
+	fmt.Fprintln(tw, "EVENT\tDEAD AT\tSOURCE\tEVENT ID\tTARGET\tATTEMPTS\tERROR\tALERT")
 	for _, d := range list {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", d.Event, rfc(d.DeadAt), d.Source, d.EventID, d.Target, d.Attempts, d.Error)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.Event, rfc(d.DeadAt), d.Source, d.EventID, d.Target, d.Attempts, d.Error, alertState(d))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

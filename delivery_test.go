@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -633,6 +634,12 @@ func TestDelivery_DeadLetterAndAlert(t *testing.T) {
 		if _, err := time.Parse(time.RFC3339, fmt.Sprint(l["dead_at"])); err != nil {
 			t.Errorf("dead_at=%v: %v", l["dead_at"], err)
 		}
+		if _, err := time.Parse(time.RFC3339, fmt.Sprint(l["alerted_at"])); err != nil {
+			t.Errorf("alerted_at=%v: %v; want when the alert went out", l["alerted_at"], err)
+		}
+		if out := cliRun(t, tm.Dir, "dead"); !regexp.MustCompile(`evt_d\s.*status 500\s+sent\n`).MatchString(out) {
+			t.Errorf("dead table:\n%s\nwant evt_d's alert shown as sent", out)
+		}
 
 		// Another event going dead must not repeat the first alert.
 		postEvent(t, tm, "evt_d2", "order.created", []byte(`{}`), "accepted")
@@ -640,6 +647,38 @@ func TestDelivery_DeadLetterAndAlert(t *testing.T) {
 		alerts, _ = sink.Received()
 		if len(alerts) != 2 || alerts[1]["event_id"] != "evt_d2" {
 			t.Errorf("alerts=%v, want evt_d then evt_d2, one each", alerts)
+		}
+	})
+
+	t.Run("Alert given up shows in dead", func(t *testing.T) {
+		t.Parallel()
+		web := newRecordingTarget(t, alwaysFail)
+		sink := newAlertSink(t, func(int) int { return http.StatusBadGateway })
+		tm := MustRunMain(t, deadConfig(web.URL, sink.URL), "", func(m *Main) { m.AlertBackoff = 10 * time.Millisecond })
+		postEvent(t, tm, "evt_g", "order.created", []byte(`{}`), "accepted")
+		row := eventRow(t, tm, "shop", "evt_g")
+		waitStatus(t, tm, row, "web", queue.Dead, 5*time.Second)
+		waitFor(t, 8*time.Second, "the alerter to give up after 5 tries", func() bool {
+			_, tries := sink.Received()
+			return tries >= 5
+		})
+		var l map[string]any
+		waitFor(t, 5*time.Second, "the last failure to be recorded", func() bool {
+			lines := jsonLines[map[string]any](t, cliRun(t, tm.Dir, "dead", "--json"))
+			if len(lines) == 1 {
+				l = lines[0]
+			}
+			return l != nil && l["alert_error"] == "status 502"
+		})
+		if _, ok := l["alerted_at"]; ok {
+			t.Errorf("dead --json line %v has alerted_at for an alert never sent", l)
+		}
+		time.Sleep(1100 * time.Millisecond) // the alerter looks for due alerts every second
+		if _, tries := sink.Received(); tries != 5 {
+			t.Errorf("alert tried %d times, want 5 in all", tries)
+		}
+		if out := cliRun(t, tm.Dir, "dead"); !strings.Contains(out, "failed: status 502") {
+			t.Errorf("dead table:\n%s\nwant the alert shown as failed", out)
 		}
 	})
 

@@ -117,9 +117,9 @@ func (a *Alerter) sendDue(ctx context.Context) {
 			return
 		}
 		for _, d := range due {
-			sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			err := a.n.Notify(sctx, d.Alert)
-			cancel()
+			// No limit of its own: the notifier keeps the configured
+			// [alert] timeout, which may be longer than any default here.
+			err := a.n.Notify(ctx, d.Alert)
 			if ctx.Err() != nil {
 				return
 			}

@@ -124,3 +124,33 @@ func TestAlerter_RevivedDuringSendIsNotAlertedAgain(t *testing.T) {
 		t.Errorf("%d alerts sent for a dead letter revived during the first, want 1", got)
 	}
 }
+
+// The alerter puts no time limit of its own on a send: the [alert] timeout
+// (which the notifier applies) may be longer than any default would be.
+func TestAlerter_SendHasNoDeadlineOfItsOwn(t *testing.T) {
+	_, q, _ := deadWithAlert(t)
+	deadline := make(chan bool, 1)
+	n := notifierFunc(func(ctx context.Context, _ queue.Alert) error {
+		_, has := ctx.Deadline()
+		select {
+		case deadline <- has:
+		default:
+		}
+		return nil
+	})
+	a := queue.NewAlerter(q, n, zerolog.Nop(), nil)
+	a.Start(context.Background())
+	defer a.Stop()
+	select {
+	case has := <-deadline:
+		if has {
+			t.Error("the alert was sent under a deadline the alerter set; the [alert] timeout alone should bound it")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no alert sent")
+	}
+}
+
+type notifierFunc func(context.Context, queue.Alert) error
+
+func (f notifierFunc) Notify(ctx context.Context, a queue.Alert) error { return f(ctx, a) }
