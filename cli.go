@@ -165,7 +165,7 @@ func (c *cli) check(args []string) error {
 		*path = c.getenv("HOOKBOX_CONFIG")
 	}
 	if *path == "" {
-		return &usageError{"check: --config is required"}
+		return &usageError{"check: name the config with --config F or HOOKBOX_CONFIG"}
 	}
 	cfg, err := config.Load(*path, c.getenv)
 	if err != nil {
@@ -499,6 +499,9 @@ func (c *cli) dead(ctx context.Context, args []string) error {
 	limit := fs.Int("limit", 0, "at most this many (0: all)")
 	if err := c.parse(fs, args, 0); err != nil {
 		return err
+	}
+	if *limit < 0 {
+		return &usageError{"dead: --limit must be 0 or more"}
 	}
 	db, err := c.openStore(*path)
 	if err != nil {

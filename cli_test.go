@@ -89,8 +89,8 @@ secret = "x"
 	t.Run("No config", func(t *testing.T) {
 		_, _, err := runCLI(t, "check")
 		var ue *usageError
-		if !errors.As(err, &ue) {
-			t.Fatalf("err=%v, want a usage error", err)
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "HOOKBOX_CONFIG") {
+			t.Fatalf("err=%v, want a usage error naming both ways to give the config", err)
 		}
 	})
 }
@@ -224,6 +224,7 @@ url = %q
 			{"events", "--config", cfg, "extra"},
 			{"events", "--config", cfg, "--status", "bogus"},
 			{"events", "--config", cfg, "--limit", "-1"},
+			{"dead", "--config", cfg, "--limit", "-1"},
 		} {
 			_, _, err := runCLI(t, args...)
 			var ue *usageError

@@ -246,6 +246,8 @@ type ValidationError struct {
 	Value string // the offending value, "" for missing; never a secret value
 	Line  int    // 1-based line where known, else 0
 	Msg   string
+
+	quoted bool // Value was a TOML string: always shown quoted
 }
 
 // Error formats e as `config.toml:12: source[0].verify = "stirpe": unknown scheme …`.
@@ -263,7 +265,11 @@ func (e *ValidationError) Error() string {
 		b.WriteString(e.Field)
 		if e.Value != "" {
 			b.WriteString(" = ")
-			b.WriteString(literal(e.Value))
+			if e.quoted {
+				b.WriteString(strconv.Quote(e.Value))
+			} else {
+				b.WriteString(literal(e.Value))
+			}
 		}
 		b.WriteString(": ")
 	}

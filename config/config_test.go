@@ -722,3 +722,37 @@ func FuzzParse(f *testing.F) {
 		problems(t, err) // every problem is a *ValidationError
 	})
 }
+
+// A bad value is echoed as the file has it, and one mistake is one problem.
+func TestParse_ValuesShownAsWritten(t *testing.T) {
+	doc := `[server]
+listen = "nohost"
+[delivery]
+workers = "4"
+[retention]
+interval = "90"
+[alert]
+url = "not a url"
+`
+	_, err := config.Parse("c.toml", []byte(doc), env(nil))
+	want := []string{
+		`c.toml:2: server.listen = "nohost": want host:port`,
+		`c.toml:4: delivery.workers = "4": want an integer, got a string`,
+		`c.toml:6: retention.interval = "90": invalid duration`,
+		`c.toml:8: alert.url = "not a url": want an absolute http:// or https:// URL`,
+	}
+	ps := problems(t, err)
+	if len(ps) != len(want) {
+		t.Fatalf("%d problems, want %d:\n%v", len(ps), len(want), err)
+	}
+	for i, p := range ps {
+		if !strings.HasPrefix(p.Error(), want[i]) {
+			t.Errorf("problem %d = %q, want it to begin %q", i, p.Error(), want[i])
+		}
+	}
+	// A password in a bad URL is still not echoed.
+	_, err = config.Parse("c.toml", []byte("[alert]\nurl = \"ftp://u:hunter2@example.com/\"\n"), env(nil))
+	if err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("err = %v, want a problem that does not show the password", err)
+	}
+}

@@ -29,17 +29,21 @@ func newProblems(file string) *problems {
 	return &problems{file: file, failed: make(map[string]bool)}
 }
 
-func (p *problems) add(key, label, value, msg string) {
+// add records a problem, unless key already failed to decode, and returns
+// it (nil when skipped).
+func (p *problems) add(key, label, value, msg string) *ValidationError {
 	if p.failed[key] {
-		return
+		return nil
 	}
-	p.list = append(p.list, &ValidationError{
+	e := &ValidationError{
 		File:  p.file,
 		Field: label,
 		Value: value,
 		Line:  p.line(key),
 		Msg:   msg,
-	})
+	}
+	p.list = append(p.list, e)
+	return e
 }
 
 // line returns the line of key or, when key is absent from the file (a
@@ -89,8 +93,8 @@ type scope struct {
 	key, label string
 }
 
-func (s scope) add(field, value, msg string) {
-	s.p.add(s.key+"."+field, s.label+"."+field, value, msg)
+func (s scope) add(field, value, msg string) *ValidationError {
+	return s.p.add(s.key+"."+field, s.label+"."+field, value, msg)
 }
 
 func (s scope) addf(field, value, format string, args ...any) {
@@ -292,7 +296,9 @@ func decodeFields(md *toml.MetaData, keys map[string]toml.Primitive, dst any, sc
 			if errors.As(err, &pe) {
 				msg = pe.Message
 			}
-			sc.add(k, value, msg)
+			if e := sc.add(k, value, msg); e != nil {
+				_, e.quoted = raw.(string) // workers = "4" is shown as written, not as 4
+			}
 			sc.p.failed[sc.key+"."+k] = true
 		}
 	}

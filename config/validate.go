@@ -65,7 +65,7 @@ func validate(p *problems, cfg *Config, getenv func(string) string) {
 		checkName(sc, cfg.Sources[i].Name, seen)
 		validateSource(sc, &cfg.Sources[i], getenv)
 	}
-	if len(cfg.Sources) == 0 && !p.failed["source"] && !isLoopback(cfg.Server.Listen) {
+	if _, _, err := net.SplitHostPort(cfg.Server.Listen); err == nil && len(cfg.Sources) == 0 && !p.failed["source"] && !isLoopback(cfg.Server.Listen) {
 		p.add("server.listen", "server.listen", cfg.Server.Listen,
 			"a config without [[source]] answers 404 to every webhook, so beyond loopback it would only expose a port; add a [[source]] or listen on 127.0.0.1")
 	}
@@ -212,8 +212,11 @@ func checkURL(sc scope, field, raw string) {
 		return
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		// Redacted: a URL may carry a password; it is not echoed.
-		sc.add(field, u.Redacted(), "want an absolute http:// or https:// URL")
+		shown := raw
+		if u.User != nil {
+			shown = u.Redacted() // a password is not echoed
+		}
+		sc.add(field, shown, "want an absolute http:// or https:// URL")
 	}
 }
 
