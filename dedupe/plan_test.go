@@ -11,14 +11,21 @@ import (
 	"hookbox/store"
 )
 
-// The event insert runs once per accepted webhook inside the single writer:
-// it must not build a temporary b-tree (as RETURNING does) on every run.
-func TestInsertEventBuildsNoTemporaryTable(t *testing.T) {
+// openPlain opens an empty store in a temp dir, closed at the test's end.
+func openPlain(t *testing.T) *store.DB {
+	t.Helper()
 	db, err := store.Open(filepath.Join(t.TempDir(), "hookbox.db"), store.Options{Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// The event insert runs once per accepted webhook inside the single writer:
+// it must not build a temporary b-tree (as RETURNING does) on every run.
+func TestInsertEventBuildsNoTemporaryTable(t *testing.T) {
+	db := openPlain(t)
 	n, err := sqlplan.TemporaryTables(db.Reader(), insertEvent)
 	if err != nil {
 		t.Fatal(err)
@@ -33,11 +40,7 @@ func TestInsertEventBuildsNoTemporaryTable(t *testing.T) {
 // walk from the oldest event past the weeks of swept ones kept for dedupe,
 // which every batch would pass again.
 func TestSweepExaminesOneWindowAWrite(t *testing.T) {
-	db, err := store.Open(filepath.Join(t.TempDir(), "hookbox.db"), store.Options{Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openPlain(t)
 	plan, err := sqlplan.Plan(db.Reader(), sweepPayloadsSQL)
 	if err != nil {
 		t.Fatal(err)

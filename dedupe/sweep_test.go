@@ -9,14 +9,22 @@ import (
 
 	"hookbox/dedupe"
 	"hookbox/queue"
+	"hookbox/store"
 )
 
-func TestSweep_RetentionKeepsWhatIsNeeded(t *testing.T) {
+// openWithTarget is MustOpen whose new events get a delivery to "web".
+func openWithTarget(t *testing.T) (*dedupe.Store, *store.DB) {
+	t.Helper()
 	s, db := MustOpen(t)
 	q := queue.New(db)
 	s.OnNew = func(tx *sql.Tx, ev *dedupe.Event) error {
 		return q.EnqueueTx(context.Background(), tx, ev.ID, []string{"web"}, ev.ReceivedAt)
 	}
+	return s, db
+}
+
+func TestSweep_RetentionKeepsWhatIsNeeded(t *testing.T) {
+	s, db := openWithTarget(t)
 	ctx := context.Background()
 	now := t0.Add(100 * 24 * time.Hour)
 	ingest := func(id string, at time.Time, status string) int64 {
@@ -125,11 +133,7 @@ func TestSweep_EventNumbersAreNotReused(t *testing.T) {
 // deleted events, dead ones kept), newer ones are not, and a second sweep
 // finds nothing left.
 func TestSweep_EveryWindow(t *testing.T) {
-	s, db := MustOpen(t)
-	q := queue.New(db)
-	s.OnNew = func(tx *sql.Tx, ev *dedupe.Event) error {
-		return q.EnqueueTx(context.Background(), tx, ev.ID, []string{"web"}, ev.ReceivedAt)
-	}
+	s, db := openWithTarget(t)
 	ctx := context.Background()
 	now := t0.Add(100 * 24 * time.Hour)
 	var ids []int64
