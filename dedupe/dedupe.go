@@ -271,9 +271,9 @@ const sweepPayloadsSQL = `UPDATE events SET body = NULL, headers = NULL, swept_a
 // Sweep drops bodies and headers of events received before payloadsBefore
 // whose deliveries are all finished, and deletes events (their dedupe keys)
 // received before keysBefore. Events with a dead delivery keep both until
-// it is replayed or redelivered: a dead letter is work nobody has done. Each write examines at most batch events for
-// payloads and deletes at most batch; it returns how many events it swept
-// and deleted.
+// it is replayed or redelivered: a dead letter is work nobody has done.
+// Each write examines at most batch events for payloads and deletes at
+// most batch; it returns how many events it swept and deleted.
 func (s *Store) Sweep(ctx context.Context, payloadsBefore, keysBefore time.Time, batch int) (swept, deleted int64, err error) {
 	now := time.Now().UnixMilli()
 	// Ids grow with arrival: the windows run from the oldest event to the

@@ -40,7 +40,7 @@ func TemporaryTables(db *sql.DB, query string) (int, error) {
 }
 
 // Plan returns the detail lines of EXPLAIN QUERY PLAN for query (how each
-// table is searched: "SEARCH e USING INDEX events_unswept (received_at<?)").
+// table is searched: "SEARCH events USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)").
 // Parameters are bound to NULL; nothing is run.
 func Plan(db *sql.DB, query string) ([]string, error) {
 	rows, err := db.Query(`EXPLAIN QUERY PLAN `+query, make([]any, strings.Count(query, "?"))...)
