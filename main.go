@@ -179,6 +179,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}, &ingester{events: m.Events, routes: routes, pool: m.Pool})
 	m.Metrics.Receiver = &m.Receiver.Counters
 
+	m.warnUnknownTargets(ctx)
 	// Bound before the queue is touched: a serve that cannot listen fails
 	// without recovering, claiming or running anything. Requests wait in
 	// the listen queue until Serve below.

@@ -37,25 +37,7 @@ func TestServe_PortInUseFailsBeforeTheQueue(t *testing.T) {
 
 	// A store left by a crash: one delivery marked running.
 	path := filepath.Join(t.TempDir(), "hookbox.db")
-	db, err := store.Open(path, store.Options{Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := queue.New(db)
-	events := dedupe.New(db)
-	events.OnNew = func(tx *sql.Tx, ev *dedupe.Event) error {
-		return q.EnqueueTx(context.Background(), tx, ev.ID, []string{"hook"}, ev.ReceivedAt)
-	}
-	res, err := events.Ingest(context.Background(), &dedupe.Event{Source: "github", EventID: "d-1", ReceivedAt: time.Now(), Body: []byte(`{}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if jobs, err := q.Claim(context.Background(), 1, time.Minute, time.Now()); err != nil || len(jobs) != 1 {
-		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	row := storeWithDelivery(t, path, "hook", true)
 
 	cfg, err := config.Parse("test.toml", []byte(githubConfig(fmt.Sprintf(`
 [[target]]
@@ -78,20 +60,70 @@ url = %q
 		t.Fatalf("err = %v, want it to say the address is in use", err)
 	}
 
-	db, err = store.Open(path, store.Options{Logger: zerolog.Nop()})
+	db, err := store.Open(path, store.Options{Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	ds, err := queue.New(db).Deliveries(context.Background(), []int64{res.ID})
+	ds, err := queue.New(db).Deliveries(context.Background(), []int64{row})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := ds[res.ID]; len(d) != 1 || d[0].Status != "running" || d[0].Attempts != 1 {
+	if d := ds[row]; len(d) != 1 || d[0].Status != "running" || d[0].Attempts != 1 {
 		t.Fatalf("delivery after the failed start = %+v, want it left running after 1 attempt", d)
 	}
 	if n := hits.Load(); n != 0 {
 		t.Fatalf("the target was called %d times by a serve that failed to start", n)
+	}
+}
+
+// storeWithDelivery makes a store at path holding one GitHub event with a
+// delivery to target, claimed (running, as a crash leaves it) if claimed,
+// and returns the event's row.
+func storeWithDelivery(t *testing.T, path, target string, claimed bool) int64 {
+	t.Helper()
+	db, err := store.Open(path, store.Options{Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	q := queue.New(db)
+	events := dedupe.New(db)
+	events.OnNew = func(tx *sql.Tx, ev *dedupe.Event) error {
+		return q.EnqueueTx(context.Background(), tx, ev.ID, []string{target}, ev.ReceivedAt)
+	}
+	res, err := events.Ingest(context.Background(), &dedupe.Event{Source: "github", EventID: "d-1", ReceivedAt: time.Now(), Body: []byte(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if claimed {
+		if jobs, err := q.Claim(context.Background(), 1, time.Minute, time.Now()); err != nil || len(jobs) != 1 {
+			t.Fatalf("claim: %d jobs, %v", len(jobs), err)
+		}
+	}
+	return res.ID
+}
+
+// Deliveries queued for a target the config no longer names (renamed
+// between restarts) are named in a warning at start and go dead at their
+// first attempt, not after every retry.
+func TestServe_QueuedForARemovedTarget(t *testing.T) {
+	dir := t.TempDir()
+	row := storeWithDelivery(t, filepath.Join(dir, "hookbox.db"), "old-name", false)
+	tm := MustRunMain(t, githubConfig(`
+[delivery]
+max_attempts = 5
+[[target]]
+name = "new-name"
+source = "github"
+url = "http://127.0.0.1:9/"
+`), dir)
+	d := waitStatus(t, tm, row, "old-name", queue.Dead, 5*time.Second)
+	if d.Attempts != 1 || !strings.Contains(d.LastError, "no longer configured") {
+		t.Errorf("dead after %d attempts with %q, want 1 attempt naming the missing target", d.Attempts, d.LastError)
+	}
+	if logs := tm.Logs.String(); !strings.Contains(logs, `"target":"old-name","deliveries":1`) || !strings.Contains(logs, "no longer names") {
+		t.Errorf("logs do not warn about the removed target:\n%s", logs)
 	}
 }
 

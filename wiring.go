@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"slices"
 
 	"hookbox/config"
 	"hookbox/dedupe"
@@ -246,6 +247,25 @@ func (m *Main) stopLeftovers(ctx context.Context, store string) {
 			Msg("stopping a command left running by the previous process, before its delivery runs again")
 	}
 	handlers.StopLeftovers(stale, handlers.KillGrace)
+}
+
+// warnUnknownTargets names the targets that queued deliveries are for but
+// the config no longer has (renamed or removed since they were queued):
+// each goes dead at its next attempt.
+func (m *Main) warnUnknownTargets(ctx context.Context) {
+	log := m.component("queue")
+	queued, err := m.Queue.QueuedByTarget(ctx)
+	if err != nil {
+		log.Warn().Err(err).Msg("could not count queued deliveries by target")
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(queued)) {
+		if slices.ContainsFunc(m.Config.Targets, func(t config.Target) bool { return t.Name == name }) {
+			continue
+		}
+		log.Warn().Str("target", name).Int64("deliveries", queued[name]).
+			Msg("queued deliveries are for a target the config no longer names: each goes dead at its next attempt; put the target back and run hookbox replay --dead to deliver them")
+	}
 }
 
 // storeIdentity is the store's path as command targets see it in

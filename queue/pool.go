@@ -376,8 +376,11 @@ func (p *Pool) run(j *Job) {
 			f.Release = true
 			f.Attempt.Outcome = "interrupted"
 			f.Attempt.Error = "interrupted by shutdown: " + f.Attempt.Error
-		case j.Attempt >= p.maxAttempts(j.Target) || j.Swept:
-			// A swept payload is gone for good: no retry can succeed.
+		case j.Attempt >= p.maxAttempts(j.Target) || j.Swept || !p.configured(j.Target):
+			// A swept payload is gone for good, and a target the config no
+			// longer names stays gone until a restart with it: no retry can
+			// succeed, so no waiting out the backoff (replay --dead runs it
+			// once the target is back).
 			f.Dead = true
 			f.AlertDue = p.cfg.Alerting
 		default:
@@ -516,7 +519,7 @@ func (p *Pool) renewer(ctx context.Context) {
 func (p *Pool) call(j *Job) (out Outcome) {
 	t, ok := p.targets[j.Target]
 	if !ok {
-		return Outcome{Err: fmt.Errorf("target %q is no longer configured", j.Target)}
+		return Outcome{Err: fmt.Errorf("target %q is no longer configured (restore it and run hookbox replay --dead)", j.Target)}
 	}
 	if j.Swept {
 		return Outcome{Err: errors.New("payload was removed by retention (retention.payloads); this delivery cannot run again")}
@@ -528,6 +531,11 @@ func (p *Pool) call(j *Job) (out Outcome) {
 		}
 	}()
 	return t.Handler.Handle(p.runCtx, j)
+}
+
+func (p *Pool) configured(target string) bool {
+	_, ok := p.targets[target]
+	return ok
 }
 
 func (p *Pool) maxAttempts(target string) int {

@@ -334,6 +334,28 @@ func (q *Queue) NextDue(ctx context.Context, except []int64) (time.Time, bool, e
 	return time.UnixMilli(at), true, nil
 }
 
+// QueuedByTarget counts the queued (pending, retrying, running)
+// deliveries of each target, through the due index: the queue, not the
+// whole table.
+func (q *Queue) QueuedByTarget(ctx context.Context) (map[string]int64, error) {
+	rows, err := q.db.Reader().QueryContext(ctx, `SELECT target, count(*) FROM deliveries INDEXED BY deliveries_due
+		WHERE `+dueCondition+` GROUP BY target`)
+	if err != nil {
+		return nil, fmt.Errorf("queued deliveries by target: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var target string
+		var n int64
+		if err := rows.Scan(&target, &n); err != nil {
+			return nil, fmt.Errorf("queued deliveries by target: %w", err)
+		}
+		out[target] = n
+	}
+	return out, rows.Err()
+}
+
 // RunningKey names a running delivery the way its command's environment
 // does (HOOKBOX_SOURCE, HOOKBOX_EVENT_ID, HOOKBOX_TARGET).
 type RunningKey struct{ Source, EventID, Target string }

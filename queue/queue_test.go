@@ -595,6 +595,33 @@ func TestPool_SweptPayloadGoesDeadAtOnce(t *testing.T) {
 	}
 }
 
+// A delivery to a target the config no longer names (renamed, removed
+// between restarts) goes dead at its first attempt, saying so, instead of
+// failing through every retry and its backoff.
+func TestPool_RemovedTargetGoesDeadAtOnce(t *testing.T) {
+	_, q, events := mustOpenDB(t, "old-name")
+	ev := mustIngest(t, events, "evt_orphan", time.Now())
+	p := queue.NewPool(q, queue.PoolConfig{
+		Workers:     1,
+		MaxAttempts: 5,
+		Lease:       time.Minute,
+		Grace:       time.Second,
+		Retry:       queue.Retry{Backoff: time.Hour, MaxBackoff: time.Hour},
+		Targets: []queue.Target{{Name: "new-name", Handler: queue.HandlerFunc(func(context.Context, *queue.Job) queue.Outcome {
+			return queue.Outcome{}
+		})}},
+		Logger: zerolog.Nop(),
+	})
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	waitStatus(t, q, ev, queue.Dead)
+	if d := mustDelivery(t, q, ev); d.Attempts != 1 || !strings.Contains(d.LastError, `target "old-name" is no longer configured`) {
+		t.Errorf("dead after %d attempt(s), error %q; want 1, naming the missing target", d.Attempts, d.LastError)
+	}
+}
+
 // A failed attempt's log lines name the event and target, so that an
 // operator can find the delivery they are about.
 func TestPool_LogsNameTheDelivery(t *testing.T) {
