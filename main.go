@@ -291,7 +291,8 @@ func (m *Main) sweep(ctx context.Context) {
 	}
 }
 
-// serve runs hookbox until SIGINT/SIGTERM; a second signal exits at once.
+// serve runs hookbox until SIGINT, SIGTERM or SIGHUP (a closed terminal;
+// there is no reload); a second signal exits at once.
 func (c *cli) serve(ctx context.Context, args []string) error {
 	fs := c.flags("serve")
 	cfgPath := fs.String("config", "", "config file (default $HOOKBOX_CONFIG; none: local sink)")
@@ -313,7 +314,7 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	m.LocalSink = local
 
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 
 	if err := m.Run(ctx); err != nil {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -174,5 +175,29 @@ func TestServe_OneServePerStoreThroughSymlinks(t *testing.T) {
 		if !strings.Contains(err.Error(), "in use by another hookbox serve") {
 			t.Errorf("second serve on %s: %v, want the store-in-use refusal", path, err)
 		}
+	}
+}
+
+// SIGHUP (the terminal of a `hookbox serve &` closing) stops hookbox the way
+// SIGTERM does, finishing in-flight work, instead of killing it mid-attempt.
+func TestServe_SIGHUPStopsCleanly(t *testing.T) {
+	bin := buildHookbox(t)
+	dir, out := t.TempDir(), t.TempDir()
+	addr := freeAddr(t)
+	cfg := serveFixture(t, dir, addr, writeTargetScript(t, "exit 0"), out, "")
+	p := startServe(t, bin, cfg, addr)
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("serve still running 10 s after SIGHUP\n%s", p.output.String())
+	}
+	if p.err != nil {
+		t.Fatalf("serve exit after SIGHUP: %v, want 0\n%s", p.err, p.output.String())
+	}
+	if logs := p.output.String(); !strings.Contains(logs, `"signal":"hangup"`) || !strings.Contains(logs, `"message":"stopped"`) {
+		t.Errorf("logs after SIGHUP:\n%s\nwant the shutdown named and finished", logs)
 	}
 }
