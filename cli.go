@@ -601,6 +601,9 @@ func (c *cli) replay(ctx context.Context, args []string) error {
 	if r.Swept > 0 {
 		fmt.Fprintf(c.stdout, "%d deliveries left out: their event's payload was removed by retention (retention.payloads), so they cannot run again\n", r.Swept)
 	}
+	if r.Running > 0 {
+		fmt.Fprintf(c.stdout, "%d deliveries left out: running (or about to run) now; once they finish, replay again to run them once more\n", r.Running)
+	}
 	return nil
 }
 

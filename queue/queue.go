@@ -94,9 +94,10 @@ func (q *Queue) ReviveTx(ctx context.Context, tx *sql.Tx, event int64, now time.
 // status except running. It selects by event row id (event > 0), by dead
 // status (deadOnly) or by receive time (since/until). Deliveries of events
 // whose payload retention removed are left out (they could only go dead
-// again) and counted in Swept.
+// again) and counted in Swept; running ones (an attempt under way, or
+// claimed for one) are left as they are and counted in Running.
 func (q *Queue) Replay(ctx context.Context, sel ReplaySelector, now time.Time) (Replayed, error) {
-	where := []string{`status != 'running'`}
+	var where []string
 	var args []any
 	if sel.Event > 0 {
 		where = append(where, `event = ?`)
@@ -121,7 +122,7 @@ func (q *Queue) Replay(ctx context.Context, sel ReplaySelector, now time.Time) (
 		}
 		where = append(where, sub+`)`)
 	}
-	if len(where) == 1 {
+	if len(where) == 0 {
 		return Replayed{}, errors.New("replay: select an event, the dead letters or a period")
 	}
 	const swept = `EXISTS (SELECT 1 FROM events e WHERE e.id = deliveries.event AND e.swept_at IS NOT NULL)`
@@ -130,10 +131,11 @@ func (q *Queue) Replay(ctx context.Context, sel ReplaySelector, now time.Time) (
 		ctx := context.WithoutCancel(ctx) // see store.Write
 		r = Replayed{}
 		cond := strings.Join(where, " AND ")
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM deliveries WHERE `+cond+` AND `+swept, args...).Scan(&r.Swept); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FILTER (WHERE status = 'running'), count(*) FILTER (WHERE status != 'running' AND `+swept+`)
+			FROM deliveries WHERE `+cond, args...).Scan(&r.Running, &r.Swept); err != nil {
 			return err
 		}
-		cond += ` AND NOT ` + swept
+		cond += ` AND status != 'running' AND NOT ` + swept
 		if _, err := tx.ExecContext(ctx, `UPDATE dead_letters SET revived_at = ?, alert_due_at = NULL
 			WHERE revived_at IS NULL AND delivery IN (SELECT id FROM deliveries WHERE status = 'dead' AND `+cond+`)`,
 			append([]any{now.UnixMilli()}, args...)...); err != nil {
@@ -155,8 +157,9 @@ func (q *Queue) Replay(ctx context.Context, sel ReplaySelector, now time.Time) (
 
 // Replayed is what Replay did.
 type Replayed struct {
-	Queued int64 // deliveries put back to pending
-	Swept  int64 // selected deliveries left out: their event's payload was removed by retention
+	Queued  int64 // deliveries put back to pending
+	Swept   int64 // selected deliveries left out: their event's payload was removed by retention
+	Running int64 // selected deliveries left out: running (or claimed to run) now
 }
 
 // ReplaySelector chooses deliveries for Replay.

@@ -906,3 +906,23 @@ func TestPool_UnwrittenResultIsWrittenAgain(t *testing.T) {
 		t.Errorf("the give-up was not logged: %s", logs.String())
 	}
 }
+
+// Replay leaves a running delivery (an attempt under way, or claimed for
+// one) as it is and counts it, so the command can say so.
+func TestQueue_ReplayCountsRunning(t *testing.T) {
+	_, q, events := mustOpenDB(t, "sink")
+	ctx := context.Background()
+	now := time.Now()
+	mustIngest(t, events, "evt_1", now.Add(-time.Minute))
+	mustIngest(t, events, "evt_2", now.Add(-time.Minute))
+	if jobs, err := q.Claim(ctx, 1, time.Minute, now); err != nil || len(jobs) != 1 {
+		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
+	}
+	r, err := q.Replay(ctx, queue.ReplaySelector{Since: now.Add(-time.Hour)}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Queued != 1 || r.Running != 1 || r.Swept != 0 {
+		t.Errorf("replay = %+v, want 1 queued again and 1 left running", r)
+	}
+}
