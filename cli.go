@@ -17,6 +17,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/rs/zerolog"
 
@@ -414,7 +415,7 @@ func (c *cli) event(ctx context.Context, args []string) error {
 		fmt.Fprintln(w, "headers:")
 		for _, k := range slices.Sorted(maps.Keys(e.Headers)) {
 			for _, v := range e.Headers[k] {
-				fmt.Fprintf(w, "  %s: %s\n", k, v)
+				fmt.Fprintf(w, "  %s: %s\n", k, printable(v))
 			}
 		}
 	}
@@ -433,7 +434,7 @@ func (c *cli) event(ctx context.Context, args []string) error {
 		}
 		fmt.Fprintln(w)
 		if d.LastError != "" {
-			fmt.Fprintf(w, "    last error: %s\n", d.LastError)
+			fmt.Fprintf(w, "    last error: %s\n", printable(d.LastError))
 		}
 		for _, a := range d.History {
 			fmt.Fprintf(w, "    #%d %s %s %dms", a.Attempt, a.StartedAt, a.Outcome, a.DurationMS)
@@ -444,18 +445,38 @@ func (c *cli) event(ctx context.Context, args []string) error {
 				fmt.Fprintf(w, " exit %d", *a.ExitCode)
 			}
 			if a.Error != "" {
-				fmt.Fprintf(w, " error: %s", a.Error)
+				fmt.Fprintf(w, " error: %s", printable(a.Error))
 			}
 			fmt.Fprintln(w)
 			if a.Output != "" {
 				for _, l := range strings.Split(strings.TrimRight(a.Output, "\n"), "\n") {
-					fmt.Fprintf(w, "       | %s\n", l)
+					fmt.Fprintf(w, "       | %s\n", printable(l))
 				}
 			}
 		}
 	}
 	return nil
 }
+
+// printable is s for a terminal: control characters other than tab (an
+// escape sequence in a target's output could clear the screen or retitle
+// the window) written as \xNN. --json output escapes them anyway.
+func printable(s string) string {
+	if !strings.ContainsFunc(s, isControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if isControl(r) {
+			fmt.Fprintf(&b, "\\x%02x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func isControl(r rune) bool { return r != '\t' && unicode.IsControl(r) }
 
 func orDash(s string) string {
 	if s == "" {
@@ -526,7 +547,7 @@ func (c *cli) dead(ctx context.Context, args []string) error {
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "EVENT\tDEAD AT\tSOURCE\tEVENT ID\tTARGET\tATTEMPTS\tERROR\tALERT")
 	for _, d := range list {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.Event, rfc(d.DeadAt), d.Source, d.EventID, d.Target, d.Attempts, d.Error, alertState(d))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.Event, rfc(d.DeadAt), d.Source, d.EventID, d.Target, d.Attempts, printable(d.Error), printable(alertState(d)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

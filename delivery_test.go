@@ -1371,3 +1371,37 @@ event_id = "header:X-Id"
 	}
 	return cfg
 }
+
+// A target's answer is shown by `hookbox event` and `hookbox dead` with its
+// control characters escaped: an escape sequence in it must not clear the
+// operator's screen or retitle the terminal.
+func TestCLI_TargetOutputCannotDriveTheTerminal(t *testing.T) {
+	hostile := "\x1b[2J\x1b]0;pwned\x07bad"
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		io.WriteString(w, hostile)
+	}))
+	defer web.Close()
+	sink := newAlertSink(t, nil)
+	tm := MustRunMain(t, deadConfig(web.URL, sink.URL), "")
+	postEvent(t, tm, "evt_esc", "order.created", []byte(`{}`), "accepted")
+	row := eventRow(t, tm, "shop", "evt_esc")
+	waitStatus(t, tm, row, "web", queue.Dead, 5*time.Second)
+	for _, args := range [][]string{{"event", strconv.FormatInt(row, 10)}, {"dead"}} {
+		out := cliRun(t, tm.Dir, args...)
+		if strings.ContainsAny(out, "\x1b\x07") {
+			t.Errorf("hookbox %s prints raw control characters:\n%q", args[0], out)
+		}
+		if args[0] == "event" && !strings.Contains(out, `\x1b[2J\x1b]0;pwned\x07bad`) {
+			t.Errorf("hookbox event:\n%s\nwant the output shown with its control characters escaped", out)
+		}
+	}
+	// --json keeps the bytes (escaped by JSON itself).
+	var detail eventDetail
+	if err := json.Unmarshal([]byte(cliRun(t, tm.Dir, "event", "--json", strconv.FormatInt(row, 10))), &detail); err != nil {
+		t.Fatal(err)
+	}
+	if h := detail.Deliveries[0].History; len(h) == 0 || h[0].Output != hostile {
+		t.Errorf("event --json history %+v, want the output as the target sent it", h)
+	}
+}
