@@ -315,6 +315,7 @@ func TestParse_Validation(t *testing.T) {
 		{"Payloads zero", "[retention]\npayloads = \"0d\"\ndedupe = \"0d\"\n", "retention.payloads", "0s"},
 		{"Dedupe below payloads", "[retention]\npayloads = \"30d\"\ndedupe = \"7d\"\n", "retention.dedupe", "7d"},
 		{"Interval zero", "[retention]\ninterval = \"0s\"\n", "retention.interval", "0s"},
+		{"Interval below a second", "[retention]\ninterval = \"1ns\"\n", "retention.interval", "1ns"},
 
 		// [[source]]
 		{"Source name missing", "[[source]]\nverify = \"stripe\"\nsecret = \"k\"\n", "source[0].name", ""},
@@ -342,6 +343,7 @@ func TestParse_Validation(t *testing.T) {
 		{"Encoding", "[[source]]\nname = \"s\"\nverify = \"hmac\"\nsecret = \"k\"\nheader = \"X-Sig\"\nevent_id = \"json:id\"\nencoding = \"base32\"\n", "source[s].encoding", "base32"},
 		{"Prefix on a preset", srcStripe + "prefix = \"sha256=\"\n", "source[s].prefix", "sha256="},
 		{"Tolerance without timestamp", "[[source]]\nname = \"s\"\nverify = \"github\"\nsecret = \"k\"\ntolerance = \"1m\"\n", "source[s].tolerance", "1m"},
+		{"Tolerance below a second", "[[source]]\nname = \"s\"\nverify = \"slack\"\nsecret = \"k\"\ntolerance = \"1ns\"\n", "source[s].tolerance", "1ns"},
 		{"Source max body negative", srcStripe + "max_body = -1\n", "source[s].max_body", "-1"},
 		{"Event id json empty", srcStripe + "event_id = \"json:\"\n", "source[s].event_id", "json:"},
 		{"Event id json empty segment", srcStripe + "event_id = \"json:a..b\"\n", "source[s].event_id", "json:a..b"},

@@ -118,10 +118,13 @@ func (s scope) present(field string, set bool) bool {
 // reported; it holds the default).
 func (s scope) failed(field string) bool { return s.p.failed[s.key+"."+field] }
 
-func positive(sc scope, field string, d Duration) {
+// positive checks that d is greater than 0 and reports whether it is.
+func positive(sc scope, field string, d Duration) bool {
 	if d <= 0 {
 		sc.add(field, d.String(), "must be greater than 0")
+		return false
 	}
+	return true
 }
 
 func validateServer(sc scope, s *Server) {
@@ -202,7 +205,9 @@ func validateRetention(sc scope, r *Retention) {
 		sc.addf("dedupe", r.Dedupe.String(),
 			"must be at least retention.payloads (%s): a redelivery must still be recognised while its payload is kept", r.Payloads)
 	}
-	positive(sc, "interval", r.Interval)
+	if positive(sc, "interval", r.Interval) && r.Interval < Duration(time.Second) {
+		sc.add("interval", r.Interval.String(), "must be at least 1s: each sweep is a write, and a shorter interval keeps a CPU busy sweeping")
+	}
 }
 
 func checkURL(sc scope, field, raw string) {
@@ -336,6 +341,8 @@ func validateSource(sc scope, s *Source, getenv func(string) string) {
 
 	if s.Tolerance != 0 && !pre.timestamp {
 		sc.addf("tolerance", s.Tolerance.String(), "%q signs no timestamp (tolerance applies to stripe, slack, standard)", scheme)
+	} else if s.Tolerance > 0 && s.Tolerance < Duration(time.Second) {
+		sc.add("tolerance", s.Tolerance.String(), "must be at least 1s: signed timestamps count whole seconds, so a shorter tolerance refuses nearly every request")
 	}
 
 	if s.EventID == "" {
