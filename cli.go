@@ -187,6 +187,9 @@ func (c *cli) check(args []string) error {
 	if note := storeNote(cfg.Store.Path); note != "" {
 		fmt.Fprintln(c.stdout, "note: "+note)
 	}
+	for _, note := range programNotes(cfg) {
+		fmt.Fprintln(c.stdout, "note: "+note)
+	}
 	return nil
 }
 

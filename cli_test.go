@@ -81,6 +81,41 @@ secret = "x"
 			t.Fatalf("check of a config whose store exists: stdout %q, err %v; want ok and no note", stdout, err)
 		}
 	})
+	t.Run("Command programs", func(t *testing.T) {
+		plain := write("plain.txt", "not a program")
+		good := write("good.sh", "#!/bin/sh\nexit 0\n")
+		if err := os.Chmod(good, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var targets strings.Builder
+		for name, program := range map[string]string{
+			"missing": filepath.Join(dir, "nope.sh"), "plain": plain, "dir": dir,
+			"relative": "./good.sh", "unfound": "no-such-program-anywhere", "good": good, "inpath": "sh",
+		} {
+			fmt.Fprintf(&targets, "[[target]]\nname = %q\nsource = \"github\"\ncommand = [%q]\n", name, program)
+		}
+		p := write("cmds.toml", githubConfig(targets.String()))
+		stdout, stderr, err := runCLI(t, "check", "--config", p)
+		if err != nil {
+			t.Fatalf("check: %v (stderr %q); a program that cannot run yet is a note, not an error", err, stderr)
+		}
+		for _, want := range []string{
+			`target "missing" runs ` + filepath.Join(dir, "nope.sh") + `: no such file`,
+			`target "plain" runs ` + plain + `, which is not executable`,
+			`target "dir" runs ` + dir + `, which is not a file`,
+			`target "relative" runs "./good.sh", a relative path`,
+			`target "unfound" runs "no-such-program-anywhere", which is not found in PATH`,
+		} {
+			if !strings.Contains(stdout, "note: "+want) {
+				t.Errorf("check output lacks a note %q:\n%s", want, stdout)
+			}
+		}
+		for _, name := range []string{`"good"`, `"inpath"`} {
+			if strings.Contains(stdout, "target "+name) {
+				t.Errorf("check notes target %s, which can run:\n%s", name, stdout)
+			}
+		}
+	})
 	t.Run("Missing file", func(t *testing.T) {
 		if _, _, err := runCLI(t, "check", "--config", filepath.Join(dir, "nope.toml")); err == nil {
 			t.Fatal("check of a missing file succeeded")

@@ -180,6 +180,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.Metrics.Receiver = &m.Receiver.Counters
 
 	m.warnUnknownTargets(ctx)
+	qlog := m.component("queue")
+	for _, note := range programNotes(cfg) {
+		qlog.Warn().Msg(note + "; its deliveries fail until it can run")
+	}
 	// Bound before the queue is touched: a serve that cannot listen fails
 	// without recovering, claiming or running anything. Requests wait in
 	// the listen queue until Serve below.
