@@ -209,7 +209,8 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 		return 0
 	}
 	var d time.Duration
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		// A number too large for int64 is still a number: the cap applies.
 		if secs <= 0 {
 			return 0
 		}

@@ -192,6 +192,8 @@ func TestURL_Deliver(t *testing.T) {
 			{"Negative", 503, "-5", 0, 0},
 			{"Garbage", 503, "soon", 0, 0},
 			{"Capped", 503, "99999999999", 24 * time.Hour, 24 * time.Hour},
+			{"Beyond int64 is capped too", 503, "99999999999999999999", 24 * time.Hour, 24 * time.Hour},
+			{"Far date capped", 429, now.Add(240 * time.Hour).UTC().Format(http.TimeFormat), 24 * time.Hour, 24 * time.Hour},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				srv, _ := mustServer(t, func(w http.ResponseWriter, r *http.Request) {
