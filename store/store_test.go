@@ -350,3 +350,42 @@ func TestWrite_CommitFailure(t *testing.T) {
 		}
 	})
 }
+
+// Every foreign key's column leads some index: deleting a parent row (the
+// retention sweep deleting events) looks up its children through that
+// column, and without an index each deletion scans the child table inside
+// the writer, holding every ack.
+func TestSchema_ForeignKeysAreIndexed(t *testing.T) {
+	db := MustOpen(t, store.Options{})
+	r := db.Reader()
+	rows, err := r.Query(`SELECT m.name, f."from" FROM sqlite_schema m, pragma_foreign_key_list(m.name) f WHERE m.type = 'table'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type fk struct{ table, column string }
+	var fks []fk
+	for rows.Next() {
+		var k fk
+		if err := rows.Scan(&k.table, &k.column); err != nil {
+			t.Fatal(err)
+		}
+		fks = append(fks, k)
+	}
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(fks) < 4 {
+		t.Fatalf("found %d foreign keys, want the schema's (deliveries, attempts, dead_letters ×2)", len(fks))
+	}
+	for _, k := range fks {
+		var n int
+		err := r.QueryRow(`SELECT count(*) FROM pragma_index_list(?) l, pragma_index_info(l.name) i
+			WHERE i.seqno = 0 AND i.name = ? AND l.partial = 0`, k.table, k.column).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			t.Errorf("%s.%s references another table but leads no index: deleting a parent scans %s", k.table, k.column, k.table)
+		}
+	}
+}
