@@ -152,7 +152,9 @@ func (c *cli) openStoreConfig(path string) (config.Config, *store.DB, error) {
 	if _, err := os.Stat(cfg.Store.Path); err != nil {
 		return cfg, nil, fmt.Errorf("no store at %s (start hookbox serve there first, or pass --config): %w", cfg.Store.Path, err)
 	}
-	db, err := store.Open(cfg.Store.Path, store.Options{Synchronous: cfg.Store.Synchronous, Logger: zerolog.Nop()})
+	// Never migrated from here: a serve of an older build may be running
+	// on it, and its statements need the schema it knows.
+	db, err := store.Open(cfg.Store.Path, store.Options{Synchronous: cfg.Store.Synchronous, NoMigrate: true, Logger: zerolog.Nop()})
 	return cfg, db, err
 }
 

@@ -51,8 +51,17 @@ type Options struct {
 	JournalSizeLimit int64
 	// Readers is the size of the read pool (default 4).
 	Readers int
-	Logger  zerolog.Logger
+	// NoMigrate opens the store as it is: a store missing some of this
+	// build's migrations is refused (ErrSchemaBehind) rather than migrated.
+	// The read commands use it: a serve of an older build may be running
+	// on the store, and its statements need the schema it knows.
+	NoMigrate bool
+	Logger    zerolog.Logger
 }
+
+// ErrSchemaBehind means the store lacks migrations of this build and
+// Options.NoMigrate kept Open from applying them.
+var ErrSchemaBehind = errors.New("the store was last opened for writing by an older hookbox; start this version's hookbox serve on it once to update it")
 
 // DB is an open hookbox database.
 type DB struct {
@@ -140,7 +149,7 @@ func Open(path string, o Options) (*DB, error) {
 		db.writer.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	if err := migrate(context.Background(), db.writer); err != nil {
+	if err := migrate(context.Background(), db.writer, !o.NoMigrate); err != nil {
 		db.writer.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -236,10 +245,12 @@ func versionLess(a, b string) bool {
 }
 
 // migrate applies each embedded migration not yet recorded, each in its own
-// transaction.
-func migrate(ctx context.Context, db *sql.DB) error {
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT`); err != nil {
-		return fmt.Errorf("create migrations table: %w", err)
+// transaction; without apply, it returns ErrSchemaBehind instead, naming them.
+func migrate(ctx context.Context, db *sql.DB, apply bool) error {
+	if apply {
+		if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT`); err != nil {
+			return fmt.Errorf("create migrations table: %w", err)
+		}
 	}
 	names, err := fs.Glob(migrationFS, "migrations/*.sql")
 	if err != nil {
@@ -264,6 +275,15 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	}
 	if err := rows.Close(); err != nil {
 		return fmt.Errorf("read migrations: %w", err)
+	}
+	var missing []string
+	for _, name := range names {
+		if !applied[name] {
+			missing = append(missing, strings.TrimPrefix(name, "migrations/"))
+		}
+	}
+	if !apply && len(missing) > 0 {
+		return fmt.Errorf("%w (missing %s)", ErrSchemaBehind, strings.Join(missing, ", "))
 	}
 	for _, name := range names {
 		if applied[name] {

@@ -389,3 +389,41 @@ func TestSchema_ForeignKeysAreIndexed(t *testing.T) {
 		}
 	}
 }
+
+// NoMigrate (the read commands) refuses a store that lacks some of this
+// build's migrations instead of applying them: a serve of the older build
+// may be running on it, and its statements need the schema it knows.
+func TestOpen_NoMigrateLeavesAnOlderStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hookbox.db")
+	db, err := store.Open(path, store.Options{Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As an older build left it: without the last migration.
+	if err := db.Write(context.Background(), func(tx *sql.Tx) error {
+		if _, err := tx.Exec(`DROP INDEX dead_letters_event`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(`DELETE FROM migrations WHERE name = 'migrations/0005_dead_letters_event_index.sql'`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	_, err = store.Open(path, store.Options{NoMigrate: true, Logger: zerolog.Nop()})
+	if !errors.Is(err, store.ErrSchemaBehind) || !strings.Contains(err.Error(), "0005_dead_letters_event_index.sql") {
+		t.Fatalf("NoMigrate open of an older store: %v, want ErrSchemaBehind naming the missing migration", err)
+	}
+	db, err = store.Open(path, store.Options{Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatalf("open (migrating): %v", err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.Reader().QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name = 'dead_letters_event'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("after a migrating open: index present %d (err %v), want 1", n, err)
+	}
+}
