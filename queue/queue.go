@@ -126,34 +126,64 @@ func (q *Queue) Replay(ctx context.Context, sel ReplaySelector, now time.Time) (
 		return Replayed{}, errors.New("replay: select an event, the dead letters or a period")
 	}
 	const swept = `EXISTS (SELECT 1 FROM events e WHERE e.id = deliveries.event AND e.swept_at IS NOT NULL)`
+	// Chosen on a read connection, then queued again in small writes: a
+	// period can hold hundreds of thousands of deliveries, and one write
+	// transaction over them all would hold the store past a running
+	// serve's busy timeout (its senders would get 503).
 	var r Replayed
-	err := q.db.Write(ctx, func(tx *sql.Tx) error {
-		ctx := context.WithoutCancel(ctx) // see store.Write
-		r = Replayed{}
-		cond := strings.Join(where, " AND ")
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FILTER (WHERE status = 'running'), count(*) FILTER (WHERE status != 'running' AND `+swept+`)
-			FROM deliveries WHERE `+cond, args...).Scan(&r.Running, &r.Swept); err != nil {
-			return err
-		}
-		cond += ` AND status != 'running' AND NOT ` + swept
-		if _, err := tx.ExecContext(ctx, `UPDATE dead_letters SET revived_at = ?, alert_due_at = NULL
-			WHERE revived_at IS NULL AND delivery IN (SELECT id FROM deliveries WHERE status = 'dead' AND `+cond+`)`,
-			append([]any{now.UnixMilli()}, args...)...); err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = 'pending', attempts = 0, run_at = ?, last_error = '', done_at = NULL
-			WHERE `+cond, append([]any{now.UnixMilli()}, args...)...)
-		if err != nil {
-			return err
-		}
-		r.Queued, err = res.RowsAffected()
-		return err
-	})
+	var ids []int64
+	rows, err := q.db.Reader().QueryContext(ctx, `SELECT id, status = 'running', `+swept+` FROM deliveries WHERE `+strings.Join(where, " AND "), args...)
 	if err != nil {
 		return Replayed{}, fmt.Errorf("replay: %w", err)
 	}
+	for rows.Next() {
+		var id int64
+		var running, gone bool
+		if err := rows.Scan(&id, &running, &gone); err != nil {
+			rows.Close()
+			return Replayed{}, fmt.Errorf("replay: %w", err)
+		}
+		switch {
+		case running:
+			r.Running++
+		case gone:
+			r.Swept++
+		default:
+			ids = append(ids, id)
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return Replayed{}, fmt.Errorf("replay: %w", err)
+	}
+	for start := 0; start < len(ids); start += replayBatch {
+		list := idList(ids[start:min(start+replayBatch, len(ids))])
+		var n int64
+		err := q.db.Write(ctx, func(tx *sql.Tx) error {
+			ctx := context.WithoutCancel(ctx) // see store.Write
+			// Running by now (claimed since the read): left to finish.
+			if _, err := tx.ExecContext(ctx, `UPDATE dead_letters SET revived_at = ?, alert_due_at = NULL
+				WHERE revived_at IS NULL AND delivery IN (SELECT id FROM deliveries WHERE id IN (SELECT value FROM json_each(?)) AND status = 'dead')`,
+				now.UnixMilli(), list); err != nil {
+				return err
+			}
+			res, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = 'pending', attempts = 0, run_at = ?, last_error = '', done_at = NULL
+				WHERE id IN (SELECT value FROM json_each(?)) AND status != 'running'`, now.UnixMilli(), list)
+			if err != nil {
+				return err
+			}
+			n, err = res.RowsAffected()
+			return err
+		})
+		if err != nil {
+			return r, fmt.Errorf("replay (%d of %d deliveries queued again before this): %w", r.Queued, len(ids), err)
+		}
+		r.Queued += n
+	}
 	return r, nil
 }
+
+// replayBatch is how many deliveries one of Replay's writes queues again.
+const replayBatch = 500
 
 // Replayed is what Replay did.
 type Replayed struct {

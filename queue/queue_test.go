@@ -926,3 +926,40 @@ func TestQueue_ReplayCountsRunning(t *testing.T) {
 		t.Errorf("replay = %+v, want 1 queued again and 1 left running", r)
 	}
 }
+
+// A replay bigger than one write queues every selected delivery again, in
+// several short writes (a running serve's writer waits for each, never for
+// the whole replay).
+func TestQueue_ReplayManyInBatches(t *testing.T) {
+	db, q, events := mustOpenDB(t, "sink")
+	ctx := context.Background()
+	now := time.Now()
+	const n = 1201 // over two batches of 500 and a remainder
+	if err := db.Write(ctx, func(tx *sql.Tx) error {
+		for i := range n {
+			if _, err := events.IngestTx(ctx, tx, &dedupe.Event{Source: "shop", EventID: fmt.Sprintf("e%d", i),
+				ReceivedAt: now.Add(-time.Minute), Body: []byte(`{}`)}); err != nil {
+				return err
+			}
+		}
+		_, err := tx.Exec(`UPDATE deliveries SET status = 'done', attempts = 1, done_at = 1`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	before := db.Stats().Commits
+	r, err := q.Replay(ctx, queue.ReplaySelector{Since: now.Add(-time.Hour)}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Queued != n {
+		t.Errorf("replay queued %d, want %d", r.Queued, n)
+	}
+	if commits := db.Stats().Commits - before; commits < 3 {
+		t.Errorf("replay of %d deliveries took %d commit(s), want one a batch of 500 (3)", n, commits)
+	}
+	var pending int
+	if err := db.Reader().QueryRow(`SELECT count(*) FROM deliveries WHERE status = 'pending' AND attempts = 0`).Scan(&pending); err != nil || pending != n {
+		t.Errorf("%d deliveries pending with attempts reset (err %v), want %d", pending, err, n)
+	}
+}
