@@ -58,6 +58,10 @@ type Main struct {
 	// AlertBackoff, when set, replaces the alerter's first wait between
 	// tries of a failed alert (it doubles after each further failure).
 	AlertBackoff time.Duration
+	// FirstSweep is how long after the start the first retention sweep
+	// runs (default a minute, or retention.interval if shorter): a serve
+	// restarted more often than the interval still sweeps.
+	FirstSweep time.Duration
 
 	DB       *store.DB
 	Events   *dedupe.Store
@@ -273,13 +277,18 @@ func (m *Main) sweep(ctx context.Context) {
 	r := m.Config.Retention
 	interval := r.Interval.D()
 	log := m.component("sweeper")
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
+	first := m.FirstSweep
+	if first <= 0 {
+		first = min(interval, time.Minute)
+	}
+	timer := time.NewTimer(first)
+	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-ticker.C:
+		case <-timer.C:
+			timer.Reset(interval)
 		}
 		now := m.Now()
 		swept, deleted, err := m.Events.Sweep(ctx, now.Add(-r.Payloads.D()), now.Add(-r.Dedupe.D()), 500)

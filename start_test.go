@@ -201,3 +201,27 @@ func TestServe_SIGHUPStopsCleanly(t *testing.T) {
 		t.Errorf("logs after SIGHUP:\n%s\nwant the shutdown named and finished", logs)
 	}
 }
+
+// The first retention sweep runs soon after the start, not one interval
+// later: a serve restarted more often than retention.interval (deploys, a
+// crash loop) still sweeps.
+func TestServe_FirstSweepSoonAfterStart(t *testing.T) {
+	dir := t.TempDir()
+	db, err := store.Open(filepath.Join(dir, "hookbox.db"), store.Options{Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := dedupe.New(db).Ingest(context.Background(), &dedupe.Event{Source: "github", EventID: "old",
+		ReceivedAt: time.Now().Add(-40 * 24 * time.Hour), Body: []byte(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tm := MustRunMain(t, githubConfig("[retention]\ninterval = \"1h\"\n"), dir, func(m *Main) { m.FirstSweep = 50 * time.Millisecond })
+	waitFor(t, 5*time.Second, "the 40-day-old payload to be swept with a 1h interval", func() bool {
+		e, err := tm.Events.Get(context.Background(), res.ID)
+		return err == nil && e.Swept
+	})
+}
