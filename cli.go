@@ -294,19 +294,66 @@ func (c *cli) events(ctx context.Context, args []string) error {
 		return err
 	}
 	defer db.Close()
-	list, err := dedupe.New(db).List(ctx, dedupe.Filter{Source: *source, Status: *status, Limit: *limit})
-	if err != nil {
-		return err
+	// A page at a time, newest first: --limit 0 on a store of millions
+	// streams rather than loading every event.
+	events, q := dedupe.New(db), queue.New(db)
+	total, before := 0, int64(0)
+	var tw *tabwriter.Writer
+	if !*asJSON {
+		tw = tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tRECEIVED\tSOURCE\tEVENT ID\tTYPE\tREDELIVERIES\tDELIVERIES")
 	}
+	for *limit == 0 || total < *limit {
+		page := eventsPage
+		if *limit > 0 {
+			page = min(page, *limit-total)
+		}
+		list, err := events.List(ctx, dedupe.Filter{Source: *source, Status: *status, Limit: page, Before: before})
+		if err != nil {
+			return err
+		}
+		if len(list) == 0 {
+			break
+		}
+		if err := c.writeEvents(ctx, q, list, *asJSON, tw); err != nil {
+			return err
+		}
+		total += len(list)
+		before = list[len(list)-1].ID
+		if len(list) < page {
+			break
+		}
+	}
+	if tw != nil {
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if total == 0 {
+		if *source != "" || *status != "" {
+			fmt.Fprintln(c.stderr, "no events match")
+		} else {
+			fmt.Fprintln(c.stderr, "no events stored yet")
+		}
+	}
+	return nil
+}
+
+// eventsPage is how many events `hookbox events` reads at a time.
+const eventsPage = 1000
+
+// writeEvents writes one page of `hookbox events`: JSON lines, or rows of
+// tw (flushed, so that a long listing is not held in memory).
+func (c *cli) writeEvents(ctx context.Context, q *queue.Queue, list []dedupe.Stored, asJSON bool, tw *tabwriter.Writer) error {
 	ids := make([]int64, len(list))
 	for i, e := range list {
 		ids[i] = e.ID
 	}
-	deliveries, err := queue.New(db).Deliveries(ctx, ids)
+	deliveries, err := q.Deliveries(ctx, ids)
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if asJSON {
 		enc := json.NewEncoder(c.stdout)
 		for _, e := range list {
 			if err := enc.Encode(newEventLine(e, toDeliveryLines(deliveries[e.ID]))); err != nil {
@@ -315,8 +362,6 @@ func (c *cli) events(ctx context.Context, args []string) error {
 		}
 		return nil
 	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tRECEIVED\tSOURCE\tEVENT ID\tTYPE\tREDELIVERIES\tDELIVERIES")
 	for _, e := range list {
 		var ds []string
 		for _, d := range deliveries[e.ID] {
@@ -325,17 +370,7 @@ func (c *cli) events(ctx context.Context, args []string) error {
 		dl := orDash(strings.Join(ds, " "))
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", e.ID, rfc(e.ReceivedAt), e.Source, e.EventID, orDash(e.Type), e.Redeliveries, dl)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if len(list) == 0 {
-		if *source != "" || *status != "" {
-			fmt.Fprintln(c.stderr, "no events match")
-		} else {
-			fmt.Fprintln(c.stderr, "no events stored yet")
-		}
-	}
-	return nil
+	return tw.Flush()
 }
 
 func (c *cli) event(ctx context.Context, args []string) error {

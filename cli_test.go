@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +16,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
+
+	"hookbox/store"
 )
 
 func TestCLI_Check(t *testing.T) {
@@ -365,6 +371,57 @@ func TestCLI_Usage(t *testing.T) {
 		var ue *usageError
 		if !errors.As(err, &ue) || !strings.Contains(stderr, "Usage") {
 			t.Fatalf("%v: err=%v stderr=%q, want a usage error and the usage text", args, err, stderr)
+		}
+	}
+}
+
+// `hookbox events` reads a page at a time: every event comes out once,
+// newest first, across pages, with the filters applied on each page.
+func TestCLI_EventsPages(t *testing.T) {
+	dir := t.TempDir()
+	db, err := store.Open(filepath.Join(dir, "hookbox.db"), store.Options{Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 2345
+	if err := db.Write(context.Background(), func(tx *sql.Tx) error {
+		if _, err := tx.Exec(`WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM c WHERE i < ?)
+			INSERT INTO events (source, event_id, received_at, body_size) SELECT CASE WHEN i % 3 = 0 THEN 'stripe' ELSE 'github' END, 'e'||i, i, 0 FROM c`, n); err != nil {
+			return err
+		}
+		_, err := tx.Exec(`INSERT INTO deliveries (event, target, status, attempts, run_at, created_at)
+			SELECT id, 'web', CASE WHEN id % 7 = 0 THEN 'pending' ELSE 'done' END, 0, 0, 0 FROM events`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	count := func(where string) int {
+		var c int
+		if err := db.Reader().QueryRow(`SELECT count(*) FROM events e WHERE ` + where).Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	wantFiltered := count(`source = 'github' AND EXISTS (SELECT 1 FROM deliveries d WHERE d.event = e.id AND d.status = 'pending')`)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"--limit", "0"}, n},
+		{[]string{"--limit", "1500"}, 1500},
+		{[]string{"--limit", "0", "--source", "github", "--status", "pending"}, wantFiltered},
+	} {
+		lines := jsonLines[listedEvent](t, cliRun(t, dir, append([]string{"events", "--json"}, c.args...)...))
+		if len(lines) != c.want {
+			t.Errorf("events %v: %d lines, want %d", c.args, len(lines), c.want)
+		}
+		for i := 1; i < len(lines); i++ {
+			if lines[i].ID >= lines[i-1].ID {
+				t.Fatalf("events %v: line %d is event %d after %d, want newest first, each once", c.args, i, lines[i].ID, lines[i-1].ID)
+			}
 		}
 	}
 }

@@ -173,6 +173,9 @@ type Filter struct {
 	Since  time.Time
 	Until  time.Time
 	Limit  int
+	// Before keeps events numbered below it (0: no bound): the next page
+	// after an event, newest first.
+	Before int64
 }
 
 // List returns events newest first, without bodies.
@@ -180,11 +183,32 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Stored, error) {
 	q := `SELECT id, source, event_id, type, received_at, content_type, redeliveries, last_seen_at, conflicts, body_size, swept_at
 		FROM events e WHERE 1=1`
 	var args []any
+	if f.Before > 0 {
+		q += ` AND id < ?`
+		args = append(args, f.Before)
+	}
 	if f.Source != "" {
-		q += ` AND source = ?`
+		if f.Status != "" || f.Limit > 0 {
+			// Not through the (source, event_id) key: that reads every
+			// event of the source and sorts them. Newest first, the walk
+			// stops at the limit.
+			q += ` AND +source = ?`
+		} else {
+			q += ` AND source = ?`
+		}
 		args = append(args, f.Source)
 	}
-	if f.Status != "" {
+	switch f.Status {
+	case "":
+	case "pending", "running", "retrying":
+		// The queued deliveries are the due index: the queue, not the table.
+		q += ` AND id IN (SELECT d.event FROM deliveries d INDEXED BY deliveries_due WHERE ` + store.DueCondition + ` AND d.status = ?)`
+		args = append(args, f.Status)
+	case "dead":
+		// Dead deliveries are the dead letters not revived.
+		q += ` AND id IN (SELECT l.event FROM dead_letters l WHERE l.revived_at IS NULL)
+			AND EXISTS (SELECT 1 FROM deliveries d WHERE d.event = e.id AND d.status = 'dead')`
+	default:
 		q += ` AND EXISTS (SELECT 1 FROM deliveries d WHERE d.event = e.id AND d.status = ?)`
 		args = append(args, f.Status)
 	}

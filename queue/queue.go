@@ -244,10 +244,8 @@ func (q *Queue) ClaimExcept(ctx context.Context, n int, lease time.Duration, now
 	return jobs, nil
 }
 
-// dueCondition is the deliveries_due index's partial condition (migrations
-// 0001 and 0002), word for word: a query naming the index with INDEXED BY
-// must repeat it, or SQLite fails it with "no query solution".
-const dueCondition = `(status = 'pending' OR status = 'retrying' OR status = 'running')`
+// dueCondition is store.DueCondition, the due index's partial condition.
+const dueCondition = store.DueCondition
 
 const (
 	// The subquery walks the deliveries_due index in claim order and stops

@@ -59,6 +59,12 @@ type Options struct {
 	Logger    zerolog.Logger
 }
 
+// DueCondition is the deliveries_due index's partial condition (migrations
+// 0001 and 0002), word for word: a query naming the index with INDEXED BY
+// must repeat it, or SQLite fails it with "no query solution". The index
+// holds the queued deliveries: pending, retrying and running.
+const DueCondition = `(status = 'pending' OR status = 'retrying' OR status = 'running')`
+
 // ErrSchemaBehind means the store lacks migrations of this build and
 // Options.NoMigrate kept Open from applying them.
 var ErrSchemaBehind = errors.New("the store was last opened for writing by an older hookbox; start this version's hookbox serve on it once to update it")
