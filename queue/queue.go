@@ -104,7 +104,8 @@ func (q *Queue) Replay(ctx context.Context, sel ReplaySelector, now time.Time) (
 		args = append(args, sel.Event)
 	}
 	if sel.DeadOnly {
-		where = append(where, `status = 'dead'`)
+		// Through the dead letters not revived: not a walk of every delivery.
+		where = append(where, `id IN (SELECT delivery FROM dead_letters WHERE revived_at IS NULL) AND status = 'dead'`)
 	}
 	if sel.Target != "" {
 		where = append(where, `target = ?`)
