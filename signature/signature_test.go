@@ -310,6 +310,10 @@ func TestVerify_Standard(t *testing.T) {
 		{"Svix headers", map[string]string{ih: del, th: del, sh: del, "Svix-Id": "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", "Svix-Timestamp": "1700000000", "Svix-Signature": "v1,{sig}"}, nil},
 		{"Svix headers wrong", map[string]string{ih: del, th: del, sh: del, "Svix-Id": "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", "Svix-Timestamp": "1700000000", "Svix-Signature": "v1," + other}, signature.ErrMismatch},
 		{"Svix missing id", map[string]string{ih: del, th: del, sh: del, "Svix-Timestamp": "1700000000", "Svix-Signature": "v1,{sig}"}, signature.ErrMissing},
+		// The event id is read from webhook-id first: beside a svix-signed
+		// request, an unsigned webhook-id must not choose a new one.
+		{"Svix signed, forged webhook-id", map[string]string{ih: "forged-1", th: del, sh: del, "Svix-Id": "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", "Svix-Timestamp": "1700000000", "Svix-Signature": "v1,{sig}"}, signature.ErrMalformed},
+		{"Svix signed, same webhook-id", map[string]string{ih: "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", th: del, sh: del, "Svix-Id": "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", "Svix-Timestamp": "1700000000", "Svix-Signature": "v1,{sig}"}, nil},
 	})
 }
 

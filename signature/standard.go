@@ -41,6 +41,12 @@ func (v *standardVerifier) Verify(h http.Header, body []byte, now time.Time) err
 	case ts == "":
 		return fmt.Errorf("standard: %s: %w", names[1], ErrMissing)
 	}
+	// The event id is read from webhook-id, else svix-id: signed with the
+	// svix-* set, a webhook-id nobody signed must not stand in for the
+	// signed svix-id (one captured request would replay as new events).
+	if other := h.Get(standardHeaders[0]); names == &svixHeaders && other != "" && other != id {
+		return fmt.Errorf("standard: %s %q differs from the signed %s: %w", standardHeaders[0], other, names[0], ErrMalformed)
+	}
 	t, ok := parseUnix(ts)
 	if !ok {
 		return fmt.Errorf("standard: %s: not a decimal Unix time: %w", names[1], ErrMalformed)
