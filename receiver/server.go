@@ -406,6 +406,10 @@ func detail(err error) string {
 	return ": " + err.Error()
 }
 
+// initialBody is the most readBody reserves before the bytes arrive; a
+// larger body grows the buffer as it comes (webhooks are mostly a few KiB).
+const initialBody = 64 << 10
+
 // readBody reads at most limit bytes, answering 413 past it whatever the
 // Content-Length claimed.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
@@ -414,7 +418,10 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	if n < 0 || n > limit {
 		n = 512
 	}
-	buf := make([]byte, 0, n+1)
+	// A Content-Length is a claim: memory follows the bytes that arrive.
+	// Reserving a claimed 1 MiB up front let a client that sends only
+	// headers hold 1 MiB a connection, unsigned, for the read timeout.
+	buf := make([]byte, 0, min(n, initialBody)+1)
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
