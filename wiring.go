@@ -112,7 +112,9 @@ func buildSources(cfg config.Config) ([]receiver.Source, error) {
 		switch s.Verify {
 		case "gitlab":
 			src.Redact = []string{"X-Gitlab-Token"}
-		case "token":
+		case "token", "hmac":
+			// The token, or the signature under a header name of the
+			// user's choosing (credentialHeader may not recognise it).
 			src.Redact = []string{s.Header}
 		}
 		out = append(out, src)

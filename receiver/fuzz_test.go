@@ -249,7 +249,7 @@ func FuzzServeHTTP(f *testing.F) {
 			return Result{}, nil
 		}}
 		s := New(Config{Sources: list, Now: func() time.Time { return time.Unix(now, 0) }, Logger: zerolog.Nop()}, st)
-		r, w := fuzzServe(s, method, path, fuzzHeaders(rawHeaders), body)
+		_, w := fuzzServe(s, method, path, fuzzHeaders(rawHeaders), body)
 
 		code, answer := w.Code, w.Body.String()
 		if code >= 500 && !(code == http.StatusServiceUnavailable && fail) {
@@ -269,7 +269,8 @@ func FuzzServeHTTP(f *testing.F) {
 			return
 		}
 		if src.token != "" {
-			if tok := r.Header.Get(src.token); !slices.Contains(src.secrets, tok) {
+			// As sent: the stored copy of the request's headers has it redacted.
+			if tok := fuzzHeaders(rawHeaders).Get(src.token); !slices.Contains(src.secrets, tok) {
 				t.Fatalf("source %s accepted token %q, not a secret", name, tok)
 			}
 		} else if !slices.ContainsFunc(src.signed, func(b []byte) bool { return bytes.Equal(b, body) }) {

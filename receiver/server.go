@@ -373,15 +373,19 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request, src *Source, name 
 			typ = ""
 		}
 	}
-	// The request's own map is stored as is (it is encoded before Ingest
-	// returns); only a source whose header carries its secret gets a copy.
-	headers, cloned := r.Header, false
+	// The request's own map is stored (it is encoded before Ingest
+	// returns), its credentials replaced in place: the signature was
+	// checked above and nothing reads them after this, and a copy of every
+	// signed request's headers would cost an allocation an ack.
+	headers := r.Header
+	for k := range headers {
+		if credentialHeader(k) {
+			headers[k] = redacted
+		}
+	}
 	for _, h := range src.Redact {
-		if headers.Get(h) != "" {
-			if !cloned {
-				headers, cloned = r.Header.Clone(), true
-			}
-			headers.Set(h, "[redacted]")
+		if k := http.CanonicalHeaderKey(h); len(headers[k]) > 0 {
+			headers[k] = redacted
 		}
 	}
 	source := src.Name
@@ -405,6 +409,43 @@ func detail(err error) string {
 	}
 	return ": " + err.Error()
 }
+
+// credentialHeader reports whether a header's value is a credential or a
+// signature, never stored: Authorization, Cookie, and names holding token,
+// secret, password, api-key, signature or hmac. A signature stored would be
+// replay material for the schemes that sign no id or timestamp (GitHub,
+// Shopify); the source's own token header is redacted by name (Redact).
+func credentialHeader(name string) bool {
+	var buf [64]byte
+	if len(name) > len(buf) {
+		name = strings.ToLower(name)
+	} else {
+		for i := 0; i < len(name); i++ {
+			c := name[i]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			buf[i] = c
+		}
+		name = string(buf[:len(name)]) // does not escape: the compiler keeps it on the stack
+	}
+	switch name {
+	case "authorization", "proxy-authorization", "cookie", "set-cookie":
+		return true
+	}
+	for _, part := range credentialParts {
+		if strings.Contains(name, part) {
+			return true
+		}
+	}
+	return false
+}
+
+// redacted is the stored value of a credential header (shared: never
+// appended to or changed).
+var redacted = []string{"[redacted]"}
+
+var credentialParts = []string{"token", "secret", "password", "passwd", "api-key", "apikey", "api_key", "signature", "hmac", "credential"}
 
 // initialBody is the most readBody reserves before the bytes arrive; a
 // larger body grows the buffer as it comes (webhooks are mostly a few KiB).
