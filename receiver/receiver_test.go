@@ -1,12 +1,14 @@
 package receiver_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -364,6 +366,11 @@ func TestServer_SenderGoneWhileStoring(t *testing.T) {
 	if n := srv.Counters.Failed.Load(); n != 0 {
 		t.Errorf("unavailable counter = %d after a sender hung up, want 0", n)
 	}
+	// A sender that only half-closed still reads the answer: never a 200
+	// for an event that was not kept.
+	if w.Code != http.StatusServiceUnavailable {
+		t.Errorf("answer %d to a sender whose event was not kept, want 503", w.Code)
+	}
 	if !strings.Contains(logs.String(), "closed the connection before its event was stored") || strings.Contains(logs.String(), `"level":"error"`) {
 		t.Errorf("log %q, want an info line saying the sender went away, no error", logs.String())
 	}
@@ -376,5 +383,45 @@ func TestServer_SenderGoneWhileStoring(t *testing.T) {
 	srv.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/hooks/src", strings.NewReader(`{"id":"e2"}`)))
 	if w.Code != http.StatusServiceUnavailable || srv.Counters.Failed.Load() != 1 {
 		t.Errorf("store failure: status %d, unavailable counter %d; want 503 and 1", w.Code, srv.Counters.Failed.Load())
+	}
+}
+
+// Over a real connection: a sender that half-closes (shuts down its
+// writing side, still reading) while its event waits for the store gets a
+// 503, never the empty 200 net/http would send for a handler that wrote
+// nothing.
+func TestServer_HalfClosedSenderGetsNo200(t *testing.T) {
+	st := &recorder{IngestFn: func(ctx context.Context, e *receiver.Event) (receiver.Result, error) {
+		select { // as store.Write: a write whose request ended first is skipped
+		case <-ctx.Done():
+			return receiver.Result{}, ctx.Err()
+		case <-time.After(5 * time.Second):
+			return receiver.Result{}, nil
+		}
+	}}
+	srv := receiver.New(receiver.Config{
+		Sources: []receiver.Source{{Name: "src", EventID: mustLocation(t, "json:id")}},
+		Logger:  zerolog.Nop(),
+	}, st)
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	c, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	body := `{"id":"e1"}`
+	fmt.Fprintf(c, "POST /hooks/src HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	c.(*net.TCPConn).CloseWrite()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	if resp.StatusCode == http.StatusOK {
+		t.Fatalf("answered 200 for an event the store never kept")
+	}
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("answered %d (Retry-After %q), want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 }

@@ -264,11 +264,15 @@ func (s *Server) handleHook(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.store.Ingest(r.Context(), ev)
 	if gone := r.Context().Err(); err != nil && gone != nil && errors.Is(err, gone) {
-		// The sender hung up while its event waited for the writer, which
-		// skips a write whose request is gone: nothing was kept, no one is
-		// left to answer, and the store is fine.
+		// The sender closed its side while its event waited for the
+		// writer, which skips a write whose request is gone: nothing was
+		// kept, and the store is fine (not counted as unavailable). A
+		// sender that only half-closed still reads: it must get a 503, as
+		// returning without an answer would send it an empty 200.
 		s.log.Info().Str("source", ev.Source).Str("event_id", ev.EventID).Str("remote", r.RemoteAddr).
 			Msg("the sender closed the connection before its event was stored; nothing was kept, it sends again")
+		w.Header().Set("Retry-After", "5")
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "the connection closed before the event was stored; nothing was kept, send it again"})
 		return
 	}
 	if err != nil {
