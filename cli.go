@@ -665,6 +665,9 @@ func (c *cli) replay(ctx context.Context, args []string) error {
 	if r.Running > 0 {
 		fmt.Fprintf(c.stdout, "%d deliveries left out: running (or about to run) now; once they finish, replay again to run them once more\n", r.Running)
 	}
+	if r.Changed > 0 {
+		fmt.Fprintf(c.stdout, "%d deliveries left out: they changed while the replay ran (claimed, revived and done, or swept)\n", r.Changed)
+	}
 	return nil
 }
 

@@ -156,6 +156,13 @@ func (q *Queue) Replay(ctx context.Context, sel ReplaySelector, now time.Time) (
 	if err := rows.Close(); err != nil {
 		return Replayed{}, fmt.Errorf("replay: %w", err)
 	}
+	// Each write checks the selection again: a delivery may have been
+	// claimed, or a dead one revived and done, or its payload swept, since
+	// the read; those are left as they are and counted in Changed.
+	recheck := `status != 'running' AND NOT ` + swept
+	if sel.DeadOnly {
+		recheck += ` AND status = 'dead'`
+	}
 	for start := 0; start < len(ids); start += replayBatch {
 		list := idList(ids[start:min(start+replayBatch, len(ids))])
 		var n int64
@@ -163,12 +170,12 @@ func (q *Queue) Replay(ctx context.Context, sel ReplaySelector, now time.Time) (
 			ctx := context.WithoutCancel(ctx) // see store.Write
 			// Running by now (claimed since the read): left to finish.
 			if _, err := tx.ExecContext(ctx, `UPDATE dead_letters SET revived_at = ?, alert_due_at = NULL
-				WHERE revived_at IS NULL AND delivery IN (SELECT id FROM deliveries WHERE id IN (SELECT value FROM json_each(?)) AND status = 'dead')`,
+				WHERE revived_at IS NULL AND delivery IN (SELECT id FROM deliveries WHERE id IN (SELECT value FROM json_each(?)) AND status = 'dead' AND `+recheck+`)`,
 				now.UnixMilli(), list); err != nil {
 				return err
 			}
 			res, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = 'pending', attempts = 0, run_at = ?, last_error = '', done_at = NULL
-				WHERE id IN (SELECT value FROM json_each(?)) AND status != 'running'`, now.UnixMilli(), list)
+				WHERE id IN (SELECT value FROM json_each(?)) AND `+recheck, now.UnixMilli(), list)
 			if err != nil {
 				return err
 			}
@@ -180,6 +187,7 @@ func (q *Queue) Replay(ctx context.Context, sel ReplaySelector, now time.Time) (
 		}
 		r.Queued += n
 	}
+	r.Changed = int64(len(ids)) - r.Queued
 	return r, nil
 }
 
@@ -191,6 +199,7 @@ type Replayed struct {
 	Queued  int64 // deliveries put back to pending
 	Swept   int64 // selected deliveries left out: their event's payload was removed by retention
 	Running int64 // selected deliveries left out: running (or claimed to run) now
+	Changed int64 // selected deliveries left out: claimed, done or swept while the replay ran
 }
 
 // ReplaySelector chooses deliveries for Replay.

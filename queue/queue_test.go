@@ -963,3 +963,57 @@ func TestQueue_ReplayManyInBatches(t *testing.T) {
 		t.Errorf("%d deliveries pending with attempts reset (err %v), want %d", pending, err, n)
 	}
 }
+
+// Replay reads its selection, then writes: what changes in between (a
+// running serve claims a delivery, or revives a dead one and finishes it)
+// is left as it is and counted, never queued again to run a second time.
+func TestQueue_ReplayChecksAgainWhenItWrites(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		sel    queue.ReplaySelector
+		meant  string // what the serve does between the read and the write
+		status string // the delivery's status after the replay
+	}{
+		{"Dead delivery revived and done", queue.ReplaySelector{DeadOnly: true},
+			`UPDATE deliveries SET status = 'done', attempts = 1, done_at = 1`, "done"},
+		{"Delivery claimed", queue.ReplaySelector{Since: time.Now().Add(-time.Hour)},
+			`UPDATE deliveries SET status = 'running', attempts = 1, lease_token = 7`, "running"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			db, q, _ := deadWithAlert(t)
+			ctx := context.Background()
+			// Hold the writer: the replay's read goes ahead, its write waits.
+			taken, release, held := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+			go func() {
+				held <- db.Write(ctx, func(tx *sql.Tx) error {
+					close(taken)
+					<-release
+					_, err := tx.Exec(c.meant)
+					return err
+				})
+			}()
+			<-taken
+			done := make(chan queue.Replayed, 1)
+			go func() {
+				r, err := q.Replay(ctx, c.sel, time.Now())
+				if err != nil {
+					t.Error(err)
+				}
+				done <- r
+			}()
+			time.Sleep(500 * time.Millisecond) // the read is done (milliseconds); the write waits for the writer
+			close(release)
+			if err := <-held; err != nil {
+				t.Fatal(err)
+			}
+			r := <-done
+			if r.Queued != 0 || r.Changed != 1 {
+				t.Errorf("replay = %+v, want nothing queued and the delivery counted as changed", r)
+			}
+			var status string
+			if err := db.Reader().QueryRow(`SELECT status FROM deliveries`).Scan(&status); err != nil || status != c.status {
+				t.Errorf("delivery now %q (err %v), want %q: left as the serve made it", status, err, c.status)
+			}
+		})
+	}
+}
