@@ -327,7 +327,10 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	m.LocalSink = local
 
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	if !signal.Ignored(syscall.SIGHUP) { // under nohup it stays ignored
+		signal.Notify(sigs, syscall.SIGHUP)
+	}
 	defer signal.Stop(sigs)
 
 	if err := m.Run(ctx); err != nil {
@@ -342,7 +345,13 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	go func() {
-		<-sigs
+		// A closed terminal can send SIGHUP twice (the kernel, then the
+		// shell): only SIGINT or SIGTERM cuts the stop short.
+		for sig := range sigs {
+			if sig != syscall.SIGHUP {
+				break
+			}
+		}
 		logger.Warn().Msg("second signal: exiting now; running deliveries will be retried at the next start")
 		closeLog()
 		os.Exit(1)

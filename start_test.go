@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -186,8 +187,12 @@ func TestServe_SIGHUPStopsCleanly(t *testing.T) {
 	addr := freeAddr(t)
 	cfg := serveFixture(t, dir, addr, writeTargetScript(t, "exit 0"), out, "")
 	p := startServe(t, bin, cfg, addr)
-	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
-		t.Fatal(err)
+	// Twice, as a closed terminal may send it (the kernel, then the shell):
+	// still the clean stop, not the second signal's exit at once.
+	for range 2 {
+		if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
 	}
 	select {
 	case <-p.exited:
@@ -224,4 +229,34 @@ func TestServe_FirstSweepSoonAfterStart(t *testing.T) {
 		e, err := tm.Events.Get(context.Background(), res.ID)
 		return err == nil && e.Swept
 	})
+}
+
+// Under nohup (SIGHUP ignored when hookbox starts) a hangup leaves it
+// running.
+func TestServe_SIGHUPIgnoredUnderNohup(t *testing.T) {
+	bin := buildHookbox(t)
+	dir, out := t.TempDir(), t.TempDir()
+	addr := freeAddr(t)
+	cfg := serveFixture(t, dir, addr, writeTargetScript(t, "exit 0"), out, "")
+	// trap '' HUP, then exec: the ignored disposition carries over, as nohup's does.
+	p := launchServe(t, addr, &syncBuffer{}, io.Discard, "/bin/sh", "-c", `trap '' HUP; exec "$0" serve --config "$1" --log-format json`, bin, cfg)
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.exited:
+		t.Fatalf("serve under nohup exited on SIGHUP: %v", p.err)
+	case <-time.After(time.Second):
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve still running 10 s after SIGTERM")
+	}
+	if p.err != nil {
+		t.Errorf("exit after SIGTERM: %v, want 0", p.err)
+	}
 }
