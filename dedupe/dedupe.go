@@ -288,9 +288,19 @@ func (s *Store) Get(ctx context.Context, id int64) (Stored, error) {
 // before it were swept already. (A walk of events_received from the oldest
 // event would pass every swept event, kept for dedupe until keys_after, in
 // every batch, holding the store's only writer: seconds with weeks of them.)
-const sweepPayloadsSQL = `UPDATE events SET body = NULL, headers = NULL, swept_at = ?
-	WHERE id >= ? AND id < ? AND received_at < ? AND swept_at IS NULL
-		AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event = events.id AND d.status IN ('pending','running','retrying','dead'))`
+const sweepPayloadsSQL = `UPDATE events SET body = NULL, headers = NULL, swept_at = ? WHERE ` + sweepPayloadsWhere
+
+const sweepPayloadsWhere = `id >= ? AND id < ? AND received_at < ? AND swept_at IS NULL
+	AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event = events.id AND d.status IN ('pending','running','retrying','dead'))`
+
+// sweepKeysWhere picks the events whose dedupe keys the sweep forgets. The
+// newest row stays (its payload may go): SQLite numbers a new row
+// max(id)+1, so deleting it would hand its number to the next event, and
+// an alert naming the old one would point to a different event. Its id
+// keeps deduping until a newer event arrives (README, [retention]).
+const sweepKeysWhere = `received_at < ?
+	AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event = e.id AND d.status IN ('pending','running','retrying','dead'))
+	AND id < (SELECT max(id) FROM events)`
 
 // Sweep drops bodies and headers of events received before payloadsBefore
 // whose deliveries are all finished, and deletes events (their dedupe keys)
@@ -311,6 +321,17 @@ func (s *Store) Sweep(ctx context.Context, payloadsBefore, keysBefore time.Time,
 		return 0, 0, fmt.Errorf("sweep payloads: %w", err)
 	}
 	for lo := first.Int64; first.Valid && last.Valid && lo <= last.Int64; lo += int64(batch) {
+		// Looked for on a read connection first: most windows of a store
+		// in its steady state hold only swept events, and a write for them
+		// would commit nothing (an idle hookbox commits nothing).
+		var any bool
+		if err := s.db.Reader().QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE `+sweepPayloadsWhere+`)`,
+			lo, lo+int64(batch), payloadsBefore.UnixMilli()).Scan(&any); err != nil {
+			return swept, deleted, fmt.Errorf("sweep payloads: %w", err)
+		}
+		if !any {
+			continue
+		}
 		var n int64
 		err := s.db.Write(ctx, func(tx *sql.Tx) error {
 			ctx := context.WithoutCancel(ctx) // see store.Write
@@ -329,23 +350,16 @@ func (s *Store) Sweep(ctx context.Context, payloadsBefore, keysBefore time.Time,
 	// Nothing old enough, as on most runs of a young store: no write at all
 	// (an idle hookbox commits nothing).
 	var old bool
-	if err := s.db.Reader().QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM events INDEXED BY events_received
-		WHERE received_at < ? AND id < (SELECT max(id) FROM events))`, keysBefore.UnixMilli()).Scan(&old); err != nil {
+	if err := s.db.Reader().QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM events e INDEXED BY events_received WHERE `+sweepKeysWhere+`)`,
+		keysBefore.UnixMilli()).Scan(&old); err != nil {
 		return swept, deleted, fmt.Errorf("sweep dedupe keys: %w", err)
 	}
 	for old {
 		var n int64
 		err := s.db.Write(ctx, func(tx *sql.Tx) error {
 			ctx := context.WithoutCancel(ctx) // see store.Write
-			// The newest row stays (its payload may go): SQLite numbers a
-			// new row max(id)+1, so deleting it would hand its number to the
-			// next event, and an alert naming the old one would point to a
-			// different event. Its id keeps deduping until a newer event
-			// arrives (README, [retention]).
-			r, err := tx.ExecContext(ctx, `DELETE FROM events WHERE id IN (SELECT id FROM events e WHERE received_at < ?
-				AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event = e.id AND d.status IN ('pending','running','retrying','dead'))
-				AND id < (SELECT max(id) FROM events)
-				LIMIT ?)`, keysBefore.UnixMilli(), batch)
+			r, err := tx.ExecContext(ctx, `DELETE FROM events WHERE id IN (SELECT id FROM events e WHERE `+sweepKeysWhere+` LIMIT ?)`,
+				keysBefore.UnixMilli(), batch)
 			if err != nil {
 				return err
 			}

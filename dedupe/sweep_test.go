@@ -206,3 +206,45 @@ func TestSweep_NothingToDoWritesNothing(t *testing.T) {
 		t.Errorf("a sweep with nothing to do wrote: commits %d → %d, writes %d → %d", before.Commits, after.Commits, before.Writes, after.Writes)
 	}
 }
+
+// In a store's steady state (old payloads already swept, their keys kept;
+// an old dead letter kept until handled) a sweep finds nothing new to do
+// and writes nothing either.
+func TestSweep_SteadyStateWritesNothing(t *testing.T) {
+	s, db := openWithTarget(t)
+	ctx := context.Background()
+	now := t0.Add(200 * 24 * time.Hour)
+	var dead int64
+	for i := range 1200 {
+		ev := event(fmt.Sprintf("e%d", i))
+		ev.ReceivedAt = now.Add(-60 * 24 * time.Hour) // past payloads, within dedupe
+		if i == 0 {
+			ev.ReceivedAt = now.Add(-150 * 24 * time.Hour) // past dedupe too
+		}
+		res, err := s.Ingest(ctx, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			dead = res.ID
+		}
+	}
+	if err := db.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`UPDATE deliveries SET status = CASE WHEN event = ? THEN 'dead' ELSE 'done' END`, dead)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	payloads, keys := now.Add(-30*24*time.Hour), now.Add(-90*24*time.Hour)
+	if swept, _, err := s.Sweep(ctx, payloads, keys, 500); err != nil || swept != 1199 {
+		t.Fatalf("first sweep: swept %d, %v; want the 1,199 finished payloads", swept, err)
+	}
+	before := db.Stats()
+	swept, deleted, err := s.Sweep(ctx, payloads, keys, 500)
+	if err != nil || swept != 0 || deleted != 0 {
+		t.Fatalf("second sweep: swept %d, deleted %d, err %v; want nothing", swept, deleted, err)
+	}
+	if after := db.Stats(); after.Commits != before.Commits {
+		t.Errorf("a sweep with nothing new committed %d times", after.Commits-before.Commits)
+	}
+}
