@@ -100,6 +100,8 @@ secret = "x"
 		} {
 			fmt.Fprintf(&targets, "[[target]]\nname = %q\nsource = \"github\"\ncommand = [%q]\n", name, program)
 		}
+		// Found only in the PATH the target gives its command.
+		fmt.Fprintf(&targets, "[[target]]\nname = \"ownpath\"\nsource = \"github\"\ncommand = [\"good.sh\"]\nenv = { PATH = %q }\n", dir)
 		p := write("cmds.toml", githubConfig(targets.String()))
 		stdout, stderr, err := runCLI(t, "check", "--config", p)
 		if err != nil {
@@ -110,13 +112,13 @@ secret = "x"
 			`target "plain" runs ` + plain + `, which is not executable`,
 			`target "dir" runs ` + dir + `, which is not a file`,
 			`target "relative" runs "./good.sh", a relative path`,
-			`target "unfound" runs "no-such-program-anywhere", which is not found in PATH`,
+			`target "unfound" runs "no-such-program-anywhere": command not found in PATH`,
 		} {
 			if !strings.Contains(stdout, "note: "+want) {
 				t.Errorf("check output lacks a note %q:\n%s", want, stdout)
 			}
 		}
-		for _, name := range []string{`"good"`, `"inpath"`} {
+		for _, name := range []string{`"good"`, `"inpath"`, `"ownpath"`} {
 			if strings.Contains(stdout, "target "+name) {
 				t.Errorf("check notes target %s, which can run:\n%s", name, stdout)
 			}

@@ -186,7 +186,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.warnUnknownTargets(ctx)
 	qlog := m.component("queue")
 	for _, note := range programNotes(cfg) {
-		qlog.Warn().Msg(note + "; its deliveries fail until it can run")
+		qlog.Warn().Msg(note)
 	}
 	// Bound before the queue is touched: a serve that cannot listen fails
 	// without recovering, claiming or running anything. Requests wait in

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -261,15 +260,18 @@ func (m *Main) stopLeftovers(ctx context.Context, store string) {
 // refuses the config, which may be checked on another machine or before
 // the program is installed.
 func programNotes(cfg config.Config) []string {
-	type cmd struct{ what, program string }
+	type cmd struct {
+		what, program string
+		run           *handlers.Command // looks the program up as a run does
+	}
 	var cmds []cmd
 	for _, t := range cfg.Targets {
 		if len(t.Command) > 0 {
-			cmds = append(cmds, cmd{fmt.Sprintf("target %q", t.Name), t.Command[0]})
+			cmds = append(cmds, cmd{fmt.Sprintf("target %q", t.Name), t.Command[0], handlers.NewCommand(t.Command, t.Env, 0)})
 		}
 	}
 	if len(cfg.Alert.Command) > 0 {
-		cmds = append(cmds, cmd{"the alert", cfg.Alert.Command[0]})
+		cmds = append(cmds, cmd{"the alert", cfg.Alert.Command[0], handlers.NewCommand(cfg.Alert.Command, nil, 0)})
 	}
 	var notes []string
 	for _, c := range cmds {
@@ -277,8 +279,8 @@ func programNotes(cfg config.Config) []string {
 			continue // the config check names it
 		}
 		if !strings.Contains(c.program, "/") {
-			if _, err := exec.LookPath(c.program); err != nil {
-				notes = append(notes, fmt.Sprintf("%s runs %q, which is not found in PATH: give its absolute path", c.what, c.program))
+			if _, err := c.run.Program(); err != nil {
+				notes = append(notes, fmt.Sprintf("%s runs %q: %v; give its absolute path", c.what, c.program, errors.Unwrap(err)))
 			}
 			continue
 		}

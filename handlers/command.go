@@ -228,6 +228,15 @@ func (c *Command) lookPath() (string, error) {
 	return "", &exec.Error{Name: name, Err: errors.New("command not found in PATH " + strconv.Quote(c.path))}
 }
 
+// Program is the file the command would run, looked for as a run looks
+// for it (a bare name in the child's PATH), or why there is none.
+func (c *Command) Program() (string, error) {
+	if len(c.argv) == 0 || c.argv[0] == "" {
+		return "", errors.New("no program")
+	}
+	return c.lookPath()
+}
+
 func startError(name string, err error) *Error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
