@@ -320,6 +320,13 @@ func (c *cli) events(ctx context.Context, args []string) error {
 		}
 		total += len(list)
 		before = list[len(list)-1].ID
+		// The table's columns are aligned over everything written before a
+		// flush: every 10,000 rows keeps a long listing out of memory.
+		if tw != nil && total%(10*eventsPage) == 0 {
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+		}
 		if len(list) < page {
 			break
 		}
@@ -342,8 +349,7 @@ func (c *cli) events(ctx context.Context, args []string) error {
 // eventsPage is how many events `hookbox events` reads at a time.
 const eventsPage = 1000
 
-// writeEvents writes one page of `hookbox events`: JSON lines, or rows of
-// tw (flushed, so that a long listing is not held in memory).
+// writeEvents writes one page of `hookbox events`: JSON lines, or rows of tw.
 func (c *cli) writeEvents(ctx context.Context, q *queue.Queue, list []dedupe.Stored, asJSON bool, tw *tabwriter.Writer) error {
 	ids := make([]int64, len(list))
 	for i, e := range list {
@@ -370,7 +376,7 @@ func (c *cli) writeEvents(ctx context.Context, q *queue.Queue, list []dedupe.Sto
 		dl := orDash(strings.Join(ds, " "))
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", e.ID, rfc(e.ReceivedAt), e.Source, e.EventID, orDash(e.Type), e.Redeliveries, dl)
 	}
-	return tw.Flush()
+	return nil
 }
 
 func (c *cli) event(ctx context.Context, args []string) error {
