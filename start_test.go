@@ -147,6 +147,15 @@ func TestServe_OneServePerStoreThroughSymlinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A link to a file not created yet: the identity of that file.
+	dangling := filepath.Join(base, "soon.db")
+	if err := os.Symlink(filepath.Join(realDir, "hookbox.db"), dangling); err != nil {
+		t.Fatal(err)
+	}
+	viaLink, err := storeIdentity(dangling)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tm := MustRunMain(t, githubConfig(""), realDir) // creates realDir/hookbox.db
 	after, err := storeIdentity(filepath.Join(linkDir, "hookbox.db"))
 	if err != nil {
@@ -156,8 +165,8 @@ func TestServe_OneServePerStoreThroughSymlinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if before != want || after != want {
-		t.Errorf("identity through the link: %q before the store existed, %q after, want both %q", before, after, want)
+	if before != want || after != want || viaLink != want {
+		t.Errorf("identity through the linked directory: %q before the store existed, %q after; through a link to the file before it existed: %q; want all %q", before, after, viaLink, want)
 	}
 	linkFile := filepath.Join(base, "alias.db")
 	if err := os.Symlink(tm.Config.Store.Path, linkFile); err != nil {

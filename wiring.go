@@ -331,6 +331,17 @@ func storeIdentity(path string) (string, error) {
 	if real, err := filepath.EvalSymlinks(abs); err == nil {
 		return real, nil
 	}
+	// A link to a store not created yet names the file it will be.
+	for range 40 { // as the kernel, give up on a loop of links
+		target, err := os.Readlink(abs)
+		if err != nil {
+			break
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(abs), target)
+		}
+		abs = target
+	}
 	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
 		return filepath.Join(dir, filepath.Base(abs)), nil
 	}
