@@ -77,8 +77,10 @@ func (l Location) String() string {
 	return strings.Join(parts, " or ")
 }
 
-// autoIDHeaders are the usual places a sender puts its delivery id.
-var autoIDHeaders = []string{"Webhook-Id", "Svix-Id", "X-Github-Delivery", "X-Shopify-Webhook-Id", "X-Gitlab-Event-Uuid", "Idempotency-Key", "X-Event-Id", "X-Request-Id"}
+// autoIDHeaders are the usual places a sender puts its delivery id. Not
+// X-Request-Id: reverse proxies set a new one on every request, which
+// would make each retry of an event a new event.
+var autoIDHeaders = []string{"Webhook-Id", "Svix-Id", "X-Github-Delivery", "X-Shopify-Webhook-Id", "X-Gitlab-Event-Uuid", "Idempotency-Key", "X-Event-Id"}
 
 // autoTypeHeaders are the usual places a sender puts the event type.
 var autoTypeHeaders = []string{"X-Github-Event", "X-Shopify-Topic", "X-Gitlab-Event", "X-Event-Type", "Webhook-Event"}

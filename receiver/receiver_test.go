@@ -114,6 +114,7 @@ func TestExtract(t *testing.T) {
 		{name: "Slack challenge on another source is an event", id: "json:id", body: `{"type":"url_verification","challenge":"c1","id":"v1"}`, wantCode: 200, wantID: "v1"},
 		{name: "Auto from a header", id: "auto", headers: map[string]string{"X-GitHub-Delivery": "g1"}, body: `{"id":"j1"}`, wantCode: 200, wantID: "g1"},
 		{name: "Auto from JSON", id: "auto", body: `{"id":"j1"}`, wantCode: 200, wantID: "j1"},
+		{name: "Auto skips a proxy's request id", id: "auto", headers: map[string]string{"X-Request-Id": "r1"}, body: `{"id":"j1"}`, wantCode: 200, wantID: "j1"},
 		{name: "Auto then body hash", id: "auto,body-sha256", body: `not json`, wantCode: 200, wantID: hex.EncodeToString(sum[:])},
 		{name: "Longest id", id: "header:X-Id", headers: map[string]string{"X-Id": long}, wantCode: 200, wantID: long},
 
