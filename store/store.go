@@ -138,6 +138,14 @@ func Open(path string, o Options) (*DB, error) {
 			return nil, fmt.Errorf("open store: %w", err)
 		}
 	}
+	// Created owner-only (SQLite would make it 0644 less the umask): it
+	// holds every payload. SQLite gives the -wal and -shm files the
+	// database file's mode. An empty file is an empty database.
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		f.Close()
+	} else if !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
 
 	db := &DB{path: path, opts: o, log: o.Logger, ops: make(chan *op, 4096), done: make(chan struct{})}
 	var err error
