@@ -18,6 +18,7 @@ import (
 	"text/tabwriter"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 
@@ -374,7 +375,7 @@ func (c *cli) writeEvents(ctx context.Context, q *queue.Queue, list []dedupe.Sto
 			ds = append(ds, fmt.Sprintf("%s:%s(%d)", d.Target, d.Status, d.Attempts))
 		}
 		dl := orDash(strings.Join(ds, " "))
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", e.ID, rfc(e.ReceivedAt), e.Source, e.EventID, orDash(e.Type), e.Redeliveries, dl)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", e.ID, rfc(e.ReceivedAt), printable(e.Source), printable(e.EventID), printable(orDash(e.Type)), e.Redeliveries, dl)
 	}
 	return nil
 }
@@ -445,7 +446,7 @@ func (c *cli) event(ctx context.Context, args []string) error {
 	}
 	w := c.stdout
 	fmt.Fprintf(w, "event %d\n  source:       %s\n  event id:     %s\n  type:         %s\n  received:     %s\n  body:         %d bytes (%s)\n",
-		e.ID, e.Source, e.EventID, e.Type, rfc(e.ReceivedAt), e.BodySize, orDash(e.ContentType))
+		e.ID, printable(e.Source), printable(e.EventID), printable(e.Type), rfc(e.ReceivedAt), e.BodySize, printable(orDash(e.ContentType)))
 	fmt.Fprintf(w, "  redeliveries: %d", e.Redeliveries)
 	if !e.LastSeenAt.IsZero() {
 		fmt.Fprintf(w, " (last %s)", rfc(e.LastSeenAt))
@@ -508,21 +509,32 @@ func (c *cli) event(ctx context.Context, args []string) error {
 // escape sequence in a target's output could clear the screen or retitle
 // the window) written as \xNN. --json output escapes them anyway.
 func printable(s string) string {
-	if !strings.ContainsFunc(s, isControl) {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, isControl) {
 		return s
 	}
 	var b strings.Builder
-	for _, r := range s {
-		if isControl(r) {
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, "\\x%02x", s[i]) // a byte that is not UTF-8
+		case isControl(r) && r <= 0xff:
 			fmt.Fprintf(&b, "\\x%02x", r)
-			continue
+		case isControl(r):
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.WriteRune(r)
 		}
-		b.WriteRune(r)
+		i += size
 	}
 	return b.String()
 }
 
-func isControl(r rune) bool { return r != '\t' && unicode.IsControl(r) }
+// isControl: control characters but tab, and the bidirectional controls
+// that make text read as something else.
+func isControl(r rune) bool {
+	return (r != '\t' && unicode.IsControl(r)) || unicode.Is(unicode.Bidi_Control, r)
+}
 
 func orDash(s string) string {
 	if s == "" {
@@ -593,7 +605,7 @@ func (c *cli) dead(ctx context.Context, args []string) error {
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "EVENT\tDEAD AT\tSOURCE\tEVENT ID\tTARGET\tATTEMPTS\tERROR\tALERT")
 	for _, d := range list {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.Event, rfc(d.DeadAt), d.Source, d.EventID, d.Target, d.Attempts, printable(d.Error), printable(alertState(d)))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.Event, rfc(d.DeadAt), printable(d.Source), printable(d.EventID), d.Target, d.Attempts, printable(d.Error), printable(alertState(d)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

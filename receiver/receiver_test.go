@@ -128,6 +128,10 @@ func TestExtract(t *testing.T) {
 		{name: "Id over 256 bytes", id: "header:X-Id", headers: map[string]string{"X-Id": long + "a"}, wantCode: 400, wantErr: "256"},
 		{name: "Id with LF", id: "json:id", body: `{"id":"a\nb"}`, wantCode: 400, wantErr: "control"},
 		{name: "Id with CR", id: "json:id", body: `{"id":"a\rb"}`, wantCode: 400, wantErr: "control"},
+		{name: "Id with a C1 control", id: "header:X-Id", headers: map[string]string{"X-Id": "a\u009b31mb"}, wantCode: 400, wantErr: "control"},
+		{name: "Id with a bidi override", id: "json:id", body: `{"id":"evt\u202e1"}`, wantCode: 400, wantErr: "control"},
+		{name: "Id not UTF-8", id: "header:X-Id", headers: map[string]string{"X-Id": "a\xffb"}, wantCode: 400, wantErr: "UTF-8"},
+		{name: "Id in another script", id: "json:id", body: `{"id":"événement-1"}`, wantCode: 200, wantID: "événement-1"},
 		{name: "Type with LF is stored untyped", id: "json:id", typ: "json:type", body: `{"id":"a","type":"x\ny"}`, wantCode: 200, wantID: "a"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
