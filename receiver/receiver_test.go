@@ -430,3 +430,45 @@ func TestServer_HalfClosedSenderGetsNo200(t *testing.T) {
 		t.Errorf("answered %d (Retry-After %q), want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 }
+
+// A flood of forged requests costs a few warning lines a window, not one
+// each; the next line let through says how many were not logged, and
+// hookbox_rejected_total still counts every one.
+func TestServer_RefusedSignatureLogIsLimited(t *testing.T) {
+	v, err := signature.New(signature.Options{Scheme: "github", Secrets: []string{"s3cret"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	now := time.Unix(1700000000, 0)
+	srv := receiver.New(receiver.Config{
+		Sources: []receiver.Source{{Name: "gh", Verifier: v, EventID: mustLocation(t, "header:X-GitHub-Delivery")}},
+		Now:     func() time.Time { return now },
+		Logger:  zerolog.New(&logs),
+	}, &recorder{})
+	forged := func() {
+		req := httptest.NewRequest(http.MethodPost, "/hooks/gh", strings.NewReader(`{}`))
+		req.Header.Set("X-GitHub-Delivery", "d1")
+		req.Header.Set("X-Hub-Signature-256", "sha256="+strings.Repeat("0", 64))
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, req)
+		if w.Code != http.StatusUnauthorized {
+			t.Fatalf("forged request answered %d, want 401", w.Code)
+		}
+	}
+	for range 100 {
+		forged()
+	}
+	if n := strings.Count(logs.String(), "\n"); n != 10 {
+		t.Errorf("100 forged requests in one window logged %d lines, want 10", n)
+	}
+	now = now.Add(11 * time.Second)
+	logs.Reset()
+	forged()
+	if !strings.Contains(logs.String(), `"not_logged_before":90`) {
+		t.Errorf("first line of the next window: %q, want it to count the 90 not logged", logs.String())
+	}
+	if n := srv.Counters.Rejected.Load(); n != 101 {
+		t.Errorf("rejected counter %d, want every one of the 101", n)
+	}
+}

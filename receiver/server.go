@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -99,6 +100,40 @@ type Server struct {
 	http     *http.Server
 	ln       net.Listener
 	Counters Counters
+	refused  logLimit // warnings for refused signatures
+}
+
+// logLimit lets at most logBurst lines through in each logWindow; the
+// rest are counted, and the next line let through says how many. A flood
+// of forged requests then costs no more log (and journald rate limit)
+// than a few lines a window, and real warnings still get through.
+type logLimit struct {
+	mu         sync.Mutex
+	start      time.Time
+	n          int
+	suppressed int
+}
+
+const (
+	logBurst  = 10
+	logWindow = 10 * time.Second
+)
+
+// allow reports whether a line may be logged at now, and how many were
+// held back since the last one that was.
+func (l *logLimit) allow(now time.Time) (ok bool, suppressed int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.start) >= logWindow {
+		l.start, l.n = now, 0
+	}
+	if l.n >= logBurst {
+		l.suppressed++
+		return false, 0
+	}
+	l.n++
+	suppressed, l.suppressed = l.suppressed, 0
+	return true, suppressed
 }
 
 var sourceName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
@@ -500,7 +535,15 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		ev = s.log.Error()
 	case e.Status == http.StatusUnauthorized:
 		s.Counters.Rejected.Add(1)
-		ev = s.log.Warn()
+		ok, held := s.refused.allow(s.cfg.Now())
+		switch {
+		case !ok:
+			ev = nil // hookbox_rejected_total still counts it
+		case held > 0:
+			ev = s.log.Warn().Int("not_logged_before", held)
+		default:
+			ev = s.log.Warn()
+		}
 	default:
 		s.Counters.Rejected.Add(1)
 	}
