@@ -323,6 +323,9 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeLog()
+	if err := hardenProcess(); err != nil {
+		logger.Warn().Err(err).Msg("could not hide hookbox's environment (its secrets) from other processes of its user, command targets included")
+	}
 	m := NewMain(cfg, logger)
 	m.LocalSink = local
 
