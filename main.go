@@ -62,6 +62,9 @@ type Main struct {
 	// runs (default a minute, or retention.interval if shorter): a serve
 	// restarted more often than the interval still sweeps.
 	FirstSweep time.Duration
+	// RefusedLogBurst, when set, replaces how many refused-signature
+	// warnings are logged in each 10 s window (10).
+	RefusedLogBurst int
 
 	DB       *store.DB
 	Events   *dedupe.Store
@@ -179,6 +182,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		MaxHeaderBytes:    int(cfg.Server.MaxHeaderBytes.Int()),
 		Metrics:           m.Metrics,
 		Now:               m.Now,
+		RefusedLogBurst:   m.RefusedLogBurst,
 		Logger:            m.component("receiver"),
 	}, &ingester{events: m.Events, routes: routes, pool: m.Pool})
 	m.Metrics.Receiver = &m.Receiver.Counters

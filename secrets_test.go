@@ -152,7 +152,10 @@ func TestSecrets_NotInLogsOrErrors(t *testing.T) {
 	}
 	closed := freeAddr(t)
 	cfgText := sxConfig(closed)
-	tm := MustRunMain(t, cfgText, "", func(m *Main) { m.AlertBackoff = 10 * time.Millisecond })
+	tm := MustRunMain(t, cfgText, "", func(m *Main) {
+		m.AlertBackoff = 10 * time.Millisecond
+		m.RefusedLogBurst = 1000 // every refused request's line is looked at
+	})
 
 	// never: in logs, answers or command output.
 	never := []string{"sx_alert_pass_31", "sx_target_pass_29", "sx_query_key_27", "sx_command_env_key_25"}

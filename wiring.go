@@ -17,6 +17,7 @@ import (
 	"hookbox/queue"
 	"hookbox/receiver"
 	"hookbox/signature"
+	"hookbox/store"
 )
 
 // ingester joins the receiver to the event store and wakes the workers
@@ -323,27 +324,4 @@ func (m *Main) warnUnknownTargets(ctx context.Context) {
 // links resolved, so that a store named another way (through a linked file
 // or directory) is still the same store. A store not created yet is named
 // by its directory's real path, as it will be once created.
-func storeIdentity(path string) (string, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", err
-	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		return real, nil
-	}
-	// A link to a store not created yet names the file it will be.
-	for range 40 { // as the kernel, give up on a loop of links
-		target, err := os.Readlink(abs)
-		if err != nil {
-			break
-		}
-		if !filepath.IsAbs(target) {
-			target = filepath.Join(filepath.Dir(abs), target)
-		}
-		abs = target
-	}
-	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
-		return filepath.Join(dir, filepath.Base(abs)), nil
-	}
-	return abs, nil
-}
+func storeIdentity(path string) (string, error) { return store.RealPath(path) }

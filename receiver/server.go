@@ -4,6 +4,7 @@
 package receiver
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -78,7 +79,10 @@ type Config struct {
 	// Metrics, if set, is served at GET /metrics.
 	Metrics http.Handler
 	Now     func() time.Time
-	Logger  zerolog.Logger
+	// RefusedLogBurst is how many refused-signature warnings may be logged
+	// in each 10 s window (default 10); the rest are counted.
+	RefusedLogBurst int
+	Logger          zerolog.Logger
 }
 
 // Counters are the receiver's running totals.
@@ -103,21 +107,19 @@ type Server struct {
 	refused  logLimit // warnings for refused signatures
 }
 
-// logLimit lets at most logBurst lines through in each logWindow; the
+// logLimit lets at most burst lines through in each logWindow; the
 // rest are counted, and the next line let through says how many. A flood
 // of forged requests then costs no more log (and journald rate limit)
 // than a few lines a window, and real warnings still get through.
 type logLimit struct {
+	burst      int
 	mu         sync.Mutex
 	start      time.Time
 	n          int
 	suppressed int
 }
 
-const (
-	logBurst  = 10
-	logWindow = 10 * time.Second
-)
+const logWindow = 10 * time.Second
 
 // allow reports whether a line may be logged at now, and how many were
 // held back since the last one that was.
@@ -127,7 +129,7 @@ func (l *logLimit) allow(now time.Time) (ok bool, suppressed int) {
 	if now.Sub(l.start) >= logWindow {
 		l.start, l.n = now, 0
 	}
-	if l.n >= logBurst {
+	if l.n >= l.burst {
 		l.suppressed++
 		return false, 0
 	}
@@ -147,6 +149,7 @@ func New(cfg Config, st Store) *Server {
 		cfg.MaxBody = 1 << 20
 	}
 	s := &Server{cfg: cfg, store: st, log: cfg.Logger, sources: make(map[string]*Source, len(cfg.Sources))}
+	s.refused.burst = cmp.Or(cfg.RefusedLogBurst, 10)
 	for i := range cfg.Sources {
 		src := &cfg.Sources[i]
 		if src.MaxBody <= 0 {

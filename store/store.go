@@ -59,6 +59,38 @@ type Options struct {
 	Logger    zerolog.Logger
 }
 
+// RealPath is path absolute, with symbolic links resolved as the kernel
+// resolves them, also for a store not created yet: a link to a file not
+// there yet names that file, and a missing file is named through its
+// directory's real path. It is the store's identity: the serve lock and
+// HOOKBOX_STORE use it, so a store named another way is still the same.
+func RealPath(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	for range 40 { // as the kernel, give up on a loop of links
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			return real, nil
+		}
+		// The file is missing (or a link to a missing one): resolve its
+		// directory, then follow the link, if it is one, from there.
+		dir, base := filepath.Dir(abs), filepath.Base(abs)
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			dir = real
+		}
+		target, err := os.Readlink(filepath.Join(dir, base))
+		if err != nil {
+			return filepath.Join(dir, base), nil
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(dir, target)
+		}
+		abs = target
+	}
+	return abs, nil
+}
+
 // DueCondition is the deliveries_due index's partial condition (migrations
 // 0001 and 0002), word for word: a query naming the index with INDEXED BY
 // must repeat it, or SQLite fails it with "no query solution". The index
@@ -140,11 +172,18 @@ func Open(path string, o Options) (*DB, error) {
 	}
 	// Created owner-only (SQLite would make it 0644 less the umask): it
 	// holds every payload. SQLite gives the -wal and -shm files the
-	// database file's mode. An empty file is an empty database.
-	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
-		f.Close()
-	} else if !errors.Is(err, fs.ErrExist) {
-		return nil, fmt.Errorf("open store: %w", err)
+	// database file's mode. An empty file is an empty database. Created
+	// where a link to a file not there yet points, as SQLite would.
+	if path != ":memory:" && !strings.HasPrefix(path, "file:") {
+		real, err := RealPath(path)
+		if err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+		if f, err := os.OpenFile(real, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+			f.Close()
+		} else if !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
 	}
 
 	db := &DB{path: path, opts: o, log: o.Logger, ops: make(chan *op, 4096), done: make(chan struct{})}
