@@ -140,8 +140,9 @@ func (t Target) Matches(source, eventType string) bool {
 // pattern: path.Match, except that '/' is an ordinary character, so that
 // "*" matches every Shopify topic ("orders/create") as it does every other
 // type. '/' is renamed to NUL on both sides (no stored type or checked
-// pattern holds a control character). A bad pattern matches nothing;
-// Parse refuses them.
+// pattern holds a control character); so a class naming '/' ("[/]")
+// matches it, but a range that only spans it ("[+-0]") no longer does. A
+// bad pattern matches nothing; Parse refuses them.
 func MatchType(pattern, eventType string) bool {
 	ok, _ := path.Match(strings.ReplaceAll(pattern, "/", "\x00"), strings.ReplaceAll(eventType, "/", "\x00"))
 	return ok
