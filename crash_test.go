@@ -305,17 +305,7 @@ timeout = "5s"
 		return true
 	})
 	t.Logf("last start: every delivery done after %v", time.Since(drain).Round(time.Millisecond))
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-p.exited:
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not stop within 20s of SIGTERM")
-	}
-	if p.err != nil {
-		t.Fatalf("serve exit after SIGTERM: %v, want 0", p.err)
-	}
+	p.stop(t, syscall.SIGTERM, 20*time.Second)
 
 	stored := make(map[string]bool, len(events))
 	for _, e := range events {

@@ -1032,6 +1032,22 @@ type serveProc struct {
 	err    error // Wait's result, set before exited is closed
 }
 
+// stop sends sig and fails the test unless serve then exits 0 within d.
+func (p *serveProc) stop(tb testing.TB, sig syscall.Signal, d time.Duration) {
+	tb.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		tb.Fatal(err)
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(d):
+		tb.Fatalf("serve still running %v after %v\n%s", d, sig, p.output.String())
+	}
+	if p.err != nil {
+		tb.Fatalf("serve exit after %v: %v, want 0\n%s", sig, p.err, p.output.String())
+	}
+}
+
 // startServe starts bin serve --config cfg and waits until /healthz answers.
 func startServe(tb testing.TB, bin, cfg, addr string) *serveProc {
 	tb.Helper()
@@ -1258,18 +1274,7 @@ func TestServe_SIGTERMReleasesRunning(t *testing.T) {
 	script1 := readPIDFile(t, filepath.Join(out, "pid"))
 	t.Cleanup(func() { syscall.Kill(-script1, syscall.SIGKILL) })
 
-	sent := time.Now()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-p.exited:
-	case <-time.After(grace + 2*time.Second):
-		t.Fatalf("serve still running %v after SIGTERM with grace %v\n%s", time.Since(sent), grace, p.output.String())
-	}
-	if p.err != nil {
-		t.Fatalf("serve exit: %v, want 0\n%s", p.err, p.output.String())
-	}
+	p.stop(t, syscall.SIGTERM, grace+2*time.Second) // within the grace, and a margin
 	waitFor(t, 3*time.Second, "the interrupted script to be gone", func() bool { return pidGone(script1) })
 
 	d := binDelivery(t, bin, cfg, "evt_s")
@@ -1327,17 +1332,7 @@ func TestServe_SIGTERMCutsOffASlowUpload(t *testing.T) {
 	fmt.Fprintf(conn, "POST /hooks/shop HTTP/1.1\r\nHost: x\r\nX-Id: evt_slow\r\nContent-Length: 10000\r\n\r\n%s", strings.Repeat("a", 100))
 	time.Sleep(200 * time.Millisecond)
 
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-p.exited:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("serve still running 10s after SIGTERM with a 300ms shutdown_timeout\n%s", p.output.String())
-	}
-	if p.err != nil {
-		t.Fatalf("serve exit: %v, want 0\n%s", p.err, p.output.String())
-	}
+	p.stop(t, syscall.SIGTERM, 10*time.Second) // a 300 ms shutdown_timeout, and a margin
 	out := p.output.String()
 	if !strings.Contains(out, "cut off") || !strings.Contains(out, `"message":"stopped"`) {
 		t.Errorf("log does not say the upload was cut off and the stop completed:\n%s", out)

@@ -198,19 +198,10 @@ func TestServe_SIGHUPStopsCleanly(t *testing.T) {
 	p := startServe(t, bin, cfg, addr)
 	// Twice, as a closed terminal may send it (the kernel, then the shell):
 	// still the clean stop, not the second signal's exit at once.
-	for range 2 {
-		if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
-			t.Fatal(err)
-		}
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
 	}
-	select {
-	case <-p.exited:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("serve still running 10 s after SIGHUP\n%s", p.output.String())
-	}
-	if p.err != nil {
-		t.Fatalf("serve exit after SIGHUP: %v, want 0\n%s", p.err, p.output.String())
-	}
+	p.stop(t, syscall.SIGHUP, 10*time.Second)
 	if logs := p.output.String(); !strings.Contains(logs, `"signal":"hangup"`) || !strings.Contains(logs, `"message":"stopped"`) {
 		t.Errorf("logs after SIGHUP:\n%s\nwant the shutdown named and finished", logs)
 	}
@@ -257,15 +248,5 @@ func TestServe_SIGHUPIgnoredUnderNohup(t *testing.T) {
 		t.Fatalf("serve under nohup exited on SIGHUP: %v", p.err)
 	case <-time.After(time.Second):
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-p.exited:
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve still running 10 s after SIGTERM")
-	}
-	if p.err != nil {
-		t.Errorf("exit after SIGTERM: %v, want 0", p.err)
-	}
+	p.stop(t, syscall.SIGTERM, 10*time.Second)
 }

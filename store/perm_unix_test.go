@@ -26,13 +26,20 @@ func TestOpen_NewStoreIsOwnerOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	writeAndCheckOwnerOnly(t, db, path, path+"-wal", path+"-shm")
+}
+
+// writeAndCheckOwnerOnly writes to db (so that the WAL exists) and checks
+// that no file of files grants group or others any access.
+func writeAndCheckOwnerOnly(t *testing.T, db *store.DB, files ...string) {
+	t.Helper()
 	if err := db.Write(context.Background(), func(tx *sql.Tx) error {
 		_, err := tx.Exec(`INSERT INTO events (source, event_id, received_at, body, body_size) VALUES ('s', 'e1', 0, x'00', 1)`)
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+	for _, p := range files {
 		fi, err := os.Stat(p)
 		if err != nil {
 			t.Fatal(err)
@@ -59,21 +66,7 @@ func TestOpen_NewStoreThroughALinkIsOwnerOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if err := db.Write(context.Background(), func(tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO events (source, event_id, received_at, body, body_size) VALUES ('s', 'e1', 0, x'00', 1)`)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []string{target, target + "-wal"} {
-		fi, err := os.Stat(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-			t.Errorf("%s has mode %v, want no access for group or others", filepath.Base(p), perm)
-		}
-	}
+	writeAndCheckOwnerOnly(t, db, target, target+"-wal", target+"-shm")
 }
 
 // RealPath names a store the same before and after it is created, however
