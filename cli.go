@@ -185,8 +185,8 @@ func (c *cli) check(args []string) error {
 	if _, err := buildSources(cfg); err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stdout, "%s: ok (%d sources, %d targets, listen %s, store %s)\n",
-		*path, len(cfg.Sources), len(cfg.Targets), cfg.Server.Listen, cfg.Store.Path)
+	fmt.Fprintf(c.stdout, "%s: ok (%s, %s, listen %s, store %s)\n",
+		*path, count(len(cfg.Sources), "source"), count(len(cfg.Targets), "target"), cfg.Server.Listen, cfg.Store.Path)
 	if note := storeNote(cfg.Store.Path); note != "" {
 		fmt.Fprintln(c.stdout, "note: "+note)
 	}
@@ -446,7 +446,7 @@ func (c *cli) event(ctx context.Context, args []string) error {
 	}
 	w := c.stdout
 	fmt.Fprintf(w, "event %d\n  source:       %s\n  event id:     %s\n  type:         %s\n  received:     %s\n  body:         %d bytes (%s)\n",
-		e.ID, printable(e.Source), printable(e.EventID), printable(e.Type), rfc(e.ReceivedAt), e.BodySize, printable(orDash(e.ContentType)))
+		e.ID, printable(e.Source), printable(e.EventID), printable(orDash(e.Type)), rfc(e.ReceivedAt), e.BodySize, printable(orDash(e.ContentType)))
 	fmt.Fprintf(w, "  redeliveries: %d", e.Redeliveries)
 	if !e.LastSeenAt.IsZero() {
 		fmt.Fprintf(w, " (last %s)", rfc(e.LastSeenAt))
@@ -536,6 +536,18 @@ func isControl(r rune) bool {
 	return (r != '\t' && unicode.IsControl(r)) || unicode.Is(unicode.Bidi_Control, r)
 }
 
+// count is "1 delivery", "2 deliveries", "0 sources".
+func count[N int | int64](n N, noun string) string {
+	if n != 1 {
+		if strings.HasSuffix(noun, "y") {
+			noun = strings.TrimSuffix(noun, "y") + "ies"
+		} else {
+			noun += "s"
+		}
+	}
+	return fmt.Sprintf("%d %s", n, noun)
+}
+
 func orDash(s string) string {
 	if s == "" {
 		return "-"
@@ -603,9 +615,17 @@ func (c *cli) dead(ctx context.Context, args []string) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "EVENT\tDEAD AT\tSOURCE\tEVENT ID\tTARGET\tATTEMPTS\tERROR\tALERT")
+	header := "EVENT\tDEAD AT\tSOURCE\tEVENT ID\tTARGET\tATTEMPTS\tERROR\tALERT"
+	if *all {
+		header += "\tREVIVED" // when a redelivery or replay put it back
+	}
+	fmt.Fprintln(tw, header)
 	for _, d := range list {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.Event, rfc(d.DeadAt), printable(d.Source), printable(d.EventID), d.Target, d.Attempts, printable(d.Error), printable(alertState(d)))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s", d.Event, rfc(d.DeadAt), printable(d.Source), printable(d.EventID), d.Target, d.Attempts, printable(d.Error), printable(alertState(d)))
+		if *all {
+			fmt.Fprintf(tw, "\t%s", orDash(rfc(d.RevivedAt)))
+		}
+		fmt.Fprintln(tw)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -676,15 +696,15 @@ func (c *cli) replay(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stdout, "%d deliveries queued again; hookbox serve runs them within a second (at its next start if it is not running)\n", r.Queued)
+	fmt.Fprintf(c.stdout, "%s queued again; hookbox serve runs them within a second (at its next start if it is not running)\n", count(r.Queued, "delivery"))
 	if r.Swept > 0 {
-		fmt.Fprintf(c.stdout, "%d deliveries left out: their event's payload was removed by retention (retention.payloads), so they cannot run again\n", r.Swept)
+		fmt.Fprintf(c.stdout, "%s left out: their event's payload was removed by retention (retention.payloads), so they cannot run again\n", count(r.Swept, "delivery"))
 	}
 	if r.Running > 0 {
-		fmt.Fprintf(c.stdout, "%d deliveries left out: running (or about to run) now; once they finish, replay again to run them once more\n", r.Running)
+		fmt.Fprintf(c.stdout, "%s left out: running (or about to run) now; once they finish, replay again to run them once more\n", count(r.Running, "delivery"))
 	}
 	if r.Changed > 0 {
-		fmt.Fprintf(c.stdout, "%d deliveries left out: they changed while the replay ran (claimed, revived and done, or swept)\n", r.Changed)
+		fmt.Fprintf(c.stdout, "%s left out: they changed while the replay ran (claimed, revived and done, or swept)\n", count(r.Changed, "delivery"))
 	}
 	return nil
 }

@@ -374,8 +374,8 @@ func (c *cli) banner(m *Main) {
 	addr := m.Addr()
 	w := c.stdout
 	if !m.LocalSink {
-		fmt.Fprintf(w, "hookbox %s listening on http://%s (store %s, %d sources, %d targets)\n",
-			version, addr, m.Config.Store.Path, len(m.Config.Sources), len(m.Config.Targets))
+		fmt.Fprintf(w, "hookbox %s listening on http://%s (store %s, %s, %s)\n",
+			version, addr, m.Config.Store.Path, count(len(m.Config.Sources), "source"), count(len(m.Config.Targets), "target"))
 		return
 	}
 	fmt.Fprintf(w, `hookbox %s: local sink (no config), storing every request in %s, delivering nowhere.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -37,7 +38,7 @@ func TestReplay(t *testing.T) {
 
 	t.Run("One event", func(t *testing.T) {
 		out := cliRun(t, tm.Dir, "replay", strconv.FormatInt(a, 10))
-		if !strings.HasPrefix(out, "1 deliveries queued again") {
+		if !strings.HasPrefix(out, "1 delivery queued again") {
 			t.Fatalf("replay %d: %q, want 1 delivery queued", a, out)
 		}
 		d := waitStatus(t, tm, a, "web", queue.Done, 5*time.Second)
@@ -50,12 +51,17 @@ func TestReplay(t *testing.T) {
 	})
 	t.Run("Dead letters", func(t *testing.T) {
 		out := cliRun(t, tm.Dir, "replay", "--dead")
-		if !strings.HasPrefix(out, "1 deliveries queued again") {
+		if !strings.HasPrefix(out, "1 delivery queued again") {
 			t.Fatalf("replay --dead: %q, want 1 delivery queued", out)
 		}
 		waitStatus(t, tm, b, "web", queue.Done, 5*time.Second)
 		if out := cliRun(t, tm.Dir, "dead"); strings.Contains(out, "evt_b") {
 			t.Errorf("dead still lists evt_b after its replay:\n%s", out)
+		}
+		// --all lists it, with when it was revived.
+		out = cliRun(t, tm.Dir, "dead", "--all")
+		if !strings.Contains(out, "REVIVED") || !regexp.MustCompile(`evt_b\s.*\s\d{4}-\d\d-\d\dT\S+Z\n`).MatchString(out) {
+			t.Errorf("dead --all:\n%s\nwant evt_b with the time it was revived", out)
 		}
 	})
 	t.Run("A period", func(t *testing.T) {
@@ -81,7 +87,7 @@ func TestReplay(t *testing.T) {
 		waitStatus(t, tm, c, "web", queue.Done, 5*time.Second)
 		before := web.Count()
 		out := cliRun(t, tm.Dir, "replay", "--since", "1h")
-		if !strings.HasPrefix(out, "1 deliveries queued again") || !strings.Contains(out, "2 deliveries left out") ||
+		if !strings.HasPrefix(out, "1 delivery queued again") || !strings.Contains(out, "2 deliveries left out") ||
 			!strings.Contains(out, "retention.payloads") {
 			t.Fatalf("replay --since 1h after a sweep: %q, want evt_c queued and the 2 swept ones left out, naming retention.payloads", out)
 		}
