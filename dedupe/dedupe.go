@@ -178,6 +178,10 @@ type Filter struct {
 	Before int64
 }
 
+// fewEvents is how many events a source may have for List to read them
+// through the source's key rather than walk every event newest first.
+var fewEvents = 10000 // a variable for the tests
+
 // List returns events newest first, without bodies.
 func (s *Store) List(ctx context.Context, f Filter) ([]Stored, error) {
 	q := `SELECT id, source, event_id, type, received_at, content_type, redeliveries, last_seen_at, conflicts, body_size, swept_at
@@ -188,13 +192,23 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Stored, error) {
 		args = append(args, f.Before)
 	}
 	if f.Source != "" {
-		if f.Status != "" || f.Limit > 0 {
-			// Not through the (source, event_id) key: that reads every
-			// event of the source and sorts them. Newest first, the walk
-			// stops at the limit.
-			q += ` AND +source = ?`
-		} else {
+		// Through the (source, event_id) key, a listing reads every event
+		// of the source and sorts them: right for a source with few events,
+		// slow for a common one, where walking newest first stops at the
+		// limit. A count, bounded, tells which.
+		byKey := f.Limit == 0
+		if !byKey {
+			var n int
+			if err := s.db.Reader().QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM events WHERE source = ? LIMIT ?)`,
+				f.Source, fewEvents).Scan(&n); err != nil {
+				return nil, fmt.Errorf("list events: %w", err)
+			}
+			byKey = n < fewEvents
+		}
+		if byKey {
 			q += ` AND source = ?`
+		} else {
+			q += ` AND +source = ?`
 		}
 		args = append(args, f.Source)
 	}

@@ -1,7 +1,10 @@
 package dedupe
 
 import (
+	"context"
+	"database/sql"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -47,5 +50,50 @@ func TestSweepExaminesOneWindowAWrite(t *testing.T) {
 	}
 	if want := "SEARCH events USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"; len(plan) == 0 || plan[0] != want {
 		t.Errorf("the payload sweep's plan:\n%s\nwant it to begin %q: one window of ids", strings.Join(plan, "\n"), want)
+	}
+}
+
+// A source's listing reads the same events newest first whichever way it
+// walks: through the source's key (a source with few events) or every
+// event newest first (a common one).
+func TestList_SourceBothWays(t *testing.T) {
+	db := openPlain(t)
+	ctx := context.Background()
+	if err := db.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM c WHERE i < 500)
+			INSERT INTO events (source, event_id, received_at, body_size) SELECT CASE WHEN i % 7 = 0 THEN 'rare' ELSE 'common' END, 'e'||i, i, 0 FROM c`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s := New(db)
+	list := func(source string, few int) []int64 {
+		t.Helper()
+		old := fewEvents
+		fewEvents = few
+		defer func() { fewEvents = old }()
+		var ids []int64
+		for before := int64(0); ; {
+			page, err := s.List(ctx, Filter{Source: source, Limit: 30, Before: before})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range page {
+				if e.Source != source {
+					t.Fatalf("listing %s returned an event of %s", source, e.Source)
+				}
+				ids = append(ids, e.ID)
+			}
+			if len(page) < 30 {
+				return ids
+			}
+			before = page[len(page)-1].ID
+		}
+	}
+	for _, source := range []string{"rare", "common"} {
+		byKey, walked := list(source, 1000), list(source, 1)
+		if !slices.Equal(byKey, walked) || len(byKey) == 0 || !slices.IsSortedFunc(byKey, func(a, b int64) int { return int(b - a) }) {
+			t.Errorf("%s: through the key %d events, walked %d; want the same, newest first", source, len(byKey), len(walked))
+		}
 	}
 }
