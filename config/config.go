@@ -8,11 +8,11 @@ package config
 import (
 	"fmt"
 	"os"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Config is the whole hookbox configuration.
@@ -137,15 +137,107 @@ func (t Target) Matches(source, eventType string) bool {
 }
 
 // MatchType reports whether an event type matches a target's events
-// pattern: path.Match, except that '/' is an ordinary character, so that
-// "*" matches every Shopify topic ("orders/create") as it does every other
-// type. '/' is renamed to NUL on both sides (no stored type or checked
-// pattern holds a control character); so a class naming '/' ("[/]")
-// matches it, but a range that only spans it ("[+-0]") no longer does. A
-// bad pattern matches nothing; Parse refuses them.
+// pattern, with path.Match's syntax ('*' any run of characters, '?' one,
+// '[a-z]' and '[^a-z]' a class, a backslash escaping the next) except
+// that '/' is an ordinary character: "*" matches every Shopify topic
+// ("orders/create") as it does every other type. A bad pattern matches
+// nothing; Parse refuses them.
 func MatchType(pattern, eventType string) bool {
-	ok, _ := path.Match(strings.ReplaceAll(pattern, "/", "\x00"), strings.ReplaceAll(eventType, "/", "\x00"))
-	return ok
+	p, n := 0, 0         // where pattern and type are matched up to
+	star, from := -1, -1 // the last '*' seen, and where its run started
+	for p < len(pattern) || n < len(eventType) {
+		if p < len(pattern) {
+			if pattern[p] == '*' {
+				star, from = p, n
+				p++
+				continue
+			}
+			if n < len(eventType) {
+				r, w := utf8.DecodeRuneInString(eventType[n:])
+				width, matched, ok := matchOne(pattern[p:], r)
+				if !ok {
+					return false
+				}
+				if matched {
+					p, n = p+width, n+w
+					continue
+				}
+			}
+		}
+		// Mismatch: let the last '*' take one more character, if any.
+		if star < 0 || from >= len(eventType) {
+			return false
+		}
+		_, w := utf8.DecodeRuneInString(eventType[from:])
+		from += w
+		p, n = star+1, from
+	}
+	return true
+}
+
+// matchOne matches the pattern element at the start of pat ('?', a class,
+// an escaped or a plain character) against r, and returns the element's
+// width. ok is false for a malformed element.
+func matchOne(pat string, r rune) (width int, matched, ok bool) {
+	switch pat[0] {
+	case '?':
+		return 1, true, true
+	case '[':
+		return matchClass(pat, r)
+	case '\\':
+		if len(pat) < 2 {
+			return 0, false, false
+		}
+		c, w := utf8.DecodeRuneInString(pat[1:])
+		return 1 + w, c == r, true
+	}
+	c, w := utf8.DecodeRuneInString(pat)
+	return w, c == r, true
+}
+
+// matchClass matches a class "[...]" at the start of pat against r.
+func matchClass(pat string, r rune) (width int, matched, ok bool) {
+	i, negated := 1, false
+	if i < len(pat) && pat[i] == '^' {
+		negated, i = true, i+1
+	}
+	for ranges := 0; ; ranges++ {
+		if i < len(pat) && pat[i] == ']' && ranges > 0 {
+			return i + 1, matched != negated, true
+		}
+		lo, w, ok := classChar(pat[i:])
+		if !ok {
+			return 0, false, false
+		}
+		i += w
+		hi := lo
+		if i < len(pat) && pat[i] == '-' {
+			if hi, w, ok = classChar(pat[i+1:]); !ok {
+				return 0, false, false
+			}
+			i += 1 + w
+		}
+		if lo <= r && r <= hi {
+			matched = true
+		}
+	}
+}
+
+// classChar reads one character of a class: escaped, or plain but for the
+// '-' and ']' that must be escaped there.
+func classChar(pat string) (rune, int, bool) {
+	switch {
+	case pat == "", pat[0] == '-', pat[0] == ']':
+		return 0, 0, false
+	case pat[0] == '\\':
+		if len(pat) < 2 {
+			return 0, 0, false
+		}
+		c, w := utf8.DecodeRuneInString(pat[1:])
+		return c, 1 + w, true
+	}
+	c, w := utf8.DecodeRuneInString(pat)
+	return c, w, true
 }
 
 // DefaultConfig returns the defaults that a config file is decoded over.

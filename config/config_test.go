@@ -3,7 +3,9 @@ package config_test
 import (
 	"encoding/base64"
 	"errors"
+	"math/rand/v2"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -756,5 +758,58 @@ url = "not a url"
 	_, err = config.Parse("c.toml", []byte("[alert]\nurl = \"ftp://u:hunter2@example.com/\"\n"), env(nil))
 	if err == nil || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("err = %v, want a problem that does not show the password", err)
+	}
+}
+
+// MatchType is path.Match's syntax and meaning where there is no '/' to
+// tell them apart: the same answer for every valid pattern of a small
+// alphabet against every short type.
+func TestMatchType_AsPathMatchWithoutSlash(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const patChars, nameChars = `ab.*?[]^-\`, `ab.-`
+	pick := func(alphabet string, n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return string(b)
+	}
+	checked := 0
+	for range 200000 {
+		pat, name := pick(patChars, rng.IntN(7)), pick(nameChars, rng.IntN(6))
+		want, err := path.Match(pat, name)
+		if err != nil {
+			continue // Parse refuses the pattern
+		}
+		checked++
+		if got := config.MatchType(pat, name); got != want {
+			t.Fatalf("MatchType(%q, %q) = %v, path.Match says %v", pat, name, got, want)
+		}
+	}
+	if checked < 50000 {
+		t.Fatalf("only %d valid cases checked", checked)
+	}
+}
+
+// '/' is an ordinary character, also in classes and ranges.
+func TestMatchType_Slash(t *testing.T) {
+	for _, c := range []struct {
+		pat, typ string
+		want     bool
+	}{
+		{"*", "orders/create", true},
+		{"orders*", "orders/create", true},
+		{"*/create", "orders/create", true},
+		{"orders?create", "orders/create", true},
+		{"orders[/]create", "orders/create", true},
+		{"orders[+-0]create", "orders/create", true}, // a range spanning '/'
+		{"orders[^/]create", "orders/create", false},
+		{"orders/*", "products/create", false},
+		{"*.paid", "invoice.paid", true},
+		{"invoice.*", "invoice", false},
+	} {
+		if got := config.MatchType(c.pat, c.typ); got != c.want {
+			t.Errorf("MatchType(%q, %q) = %v, want %v", c.pat, c.typ, got, c.want)
+		}
 	}
 }
