@@ -32,3 +32,22 @@ func TestReadBody_ReservesForTheBytesNotTheClaim(t *testing.T) {
 		t.Fatalf("300 KiB body: %d bytes, %v", len(body), err)
 	}
 }
+
+// The credential check runs for every header of every request: it must not
+// allocate, short names or long.
+func TestCredentialHeader_NoAllocation(t *testing.T) {
+	if !credentialHeader("X-Hub-Signature-256") || credentialHeader("X-Github-Delivery") {
+		t.Fatal("credentialHeader misjudges the GitHub headers")
+	}
+	long := "X-" + strings.Repeat("Very-Long-", 8) + "Api-Key"
+	if !credentialHeader(long) {
+		t.Fatalf("credentialHeader(%q) = false, want true", long)
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		credentialHeader("X-Hub-Signature-256")
+		credentialHeader("Content-Type")
+		credentialHeader(long)
+	}); n > 1 { // the long name's copy only
+		t.Errorf("credentialHeader allocates %v times a call set, want at most 1 (a name over 64 bytes)", n)
+	}
+}

@@ -4,6 +4,7 @@
 package receiver
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -459,24 +460,23 @@ func detail(err error) string {
 // Shopify); the source's own token header is redacted by name (Redact).
 func credentialHeader(name string) bool {
 	var buf [64]byte
+	lower := buf[:0] // a byte copy: a string(…) of it could allocate
 	if len(name) > len(buf) {
-		name = strings.ToLower(name)
-	} else {
-		for i := 0; i < len(name); i++ {
-			c := name[i]
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			buf[i] = c
-		}
-		name = string(buf[:len(name)]) // does not escape: the compiler keeps it on the stack
+		lower = make([]byte, 0, len(name))
 	}
-	switch name {
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		lower = append(lower, c)
+	}
+	switch string(lower) { // compared, not converted
 	case "authorization", "proxy-authorization", "cookie", "set-cookie":
 		return true
 	}
 	for _, part := range credentialParts {
-		if strings.Contains(name, part) {
+		if bytes.Contains(lower, part) {
 			return true
 		}
 	}
@@ -487,7 +487,8 @@ func credentialHeader(name string) bool {
 // appended to or changed).
 var redacted = []string{"[redacted]"}
 
-var credentialParts = []string{"token", "secret", "password", "passwd", "api-key", "apikey", "api_key", "signature", "hmac", "credential"}
+var credentialParts = [][]byte{[]byte("token"), []byte("secret"), []byte("password"), []byte("passwd"), []byte("api-key"),
+	[]byte("apikey"), []byte("api_key"), []byte("signature"), []byte("hmac"), []byte("credential")}
 
 // initialBody is the most readBody reserves before the bytes arrive; a
 // larger body grows the buffer as it comes (webhooks are mostly a few KiB).
