@@ -100,7 +100,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("store directory: %w", err)
 	}
 	// The store's identity as its command targets see it (HOOKBOX_STORE).
-	storeID, err := storeIdentity(cfg.Store.Path)
+	storeID, err := store.RealPath(cfg.Store.Path)
 	if err != nil {
 		return fmt.Errorf("store path %s: %w", cfg.Store.Path, err)
 	}

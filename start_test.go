@@ -143,7 +143,7 @@ func TestServe_OneServePerStoreThroughSymlinks(t *testing.T) {
 	}
 	// Named through the link before the store exists: the same identity
 	// as the real path once it does.
-	before, err := storeIdentity(filepath.Join(linkDir, "hookbox.db"))
+	before, err := store.RealPath(filepath.Join(linkDir, "hookbox.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,12 +152,12 @@ func TestServe_OneServePerStoreThroughSymlinks(t *testing.T) {
 	if err := os.Symlink(filepath.Join(realDir, "hookbox.db"), dangling); err != nil {
 		t.Fatal(err)
 	}
-	viaLink, err := storeIdentity(dangling)
+	viaLink, err := store.RealPath(dangling)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tm := MustRunMain(t, githubConfig(""), realDir) // creates realDir/hookbox.db
-	after, err := storeIdentity(filepath.Join(linkDir, "hookbox.db"))
+	after, err := store.RealPath(filepath.Join(linkDir, "hookbox.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

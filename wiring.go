@@ -17,7 +17,6 @@ import (
 	"hookbox/queue"
 	"hookbox/receiver"
 	"hookbox/signature"
-	"hookbox/store"
 )
 
 // ingester joins the receiver to the event store and wakes the workers
@@ -129,7 +128,7 @@ type deliverer interface {
 
 // buildTargets turns [[target]] into queue targets. A command target's
 // environment also names the target and the store (HOOKBOX_TARGET,
-// HOOKBOX_STORE=store, from storeIdentity): that is how a restarted hookbox
+// HOOKBOX_STORE=store, from store.RealPath): that is how a restarted hookbox
 // finds the processes of attempts its killed predecessor left running
 // (stopLeftovers).
 func buildTargets(cfg config.Config, store string) ([]queue.Target, error) {
@@ -218,7 +217,7 @@ func (n *alertNotifier) Notify(ctx context.Context, a queue.Alert) error {
 // (SIGKILL, a crash): their deliveries are still marked running, and the
 // pool is about to run them again. Processes of finished deliveries (a
 // daemon a target started on purpose) are left alone. Linux only: it reads
-// /proc. store is the store's identity (storeIdentity).
+// /proc. store is the store's identity (store.RealPath).
 func (m *Main) stopLeftovers(ctx context.Context, store string) {
 	log := m.component("queue")
 	const lookFailed = "could not look for commands left running by the previous process: one still running would overlap its delivery's rerun"
@@ -318,10 +317,3 @@ func (m *Main) warnUnknownTargets(ctx context.Context) {
 			Msg("queued deliveries are for a target the config no longer names: each goes dead at its next attempt; put the target back and run hookbox replay --dead to deliver them")
 	}
 }
-
-// storeIdentity is the store's path as command targets see it in
-// HOOKBOX_STORE and as the serve lock is taken: absolute, with symbolic
-// links resolved, so that a store named another way (through a linked file
-// or directory) is still the same store. A store not created yet is named
-// by its directory's real path, as it will be once created.
-func storeIdentity(path string) (string, error) { return store.RealPath(path) }

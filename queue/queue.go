@@ -254,9 +254,6 @@ func (q *Queue) ClaimExcept(ctx context.Context, n int, lease time.Duration, now
 	return jobs, nil
 }
 
-// dueCondition is store.DueCondition, the due index's partial condition.
-const dueCondition = store.DueCondition
-
 const (
 	// The subquery walks the deliveries_due index in claim order and stops
 	// at the limit; the outer UPDATE touches only those rows. Without
@@ -265,7 +262,7 @@ const (
 	// bare bound LIMIT while planning and recompiles the statement whenever
 	// its value changes, as the claim's size does from one claim to the next.
 	claimSQL = `UPDATE deliveries SET status = 'running', attempts = attempts + 1, run_at = ?, lease_token = abs(random())
-		WHERE id IN (SELECT id FROM deliveries INDEXED BY deliveries_due WHERE ` + dueCondition + ` AND run_at <= ?
+		WHERE id IN (SELECT id FROM deliveries INDEXED BY deliveries_due WHERE ` + store.DueCondition + ` AND run_at <= ?
 			AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY run_at, id LIMIT ? + 0)
 		RETURNING id, event, target, attempts, lease_token`
 	loadEventsSQL = `SELECT id, source, event_id, type, received_at, content_type, body, swept_at IS NOT NULL FROM events
@@ -364,7 +361,7 @@ func (q *Queue) Unclaim(ctx context.Context, jobs []*Job, now time.Time) error {
 func (q *Queue) NextDue(ctx context.Context, except []int64) (time.Time, bool, error) {
 	var at int64
 	err := q.db.Reader().QueryRowContext(ctx, `SELECT run_at FROM deliveries INDEXED BY deliveries_due
-		WHERE `+dueCondition+` AND id NOT IN (SELECT value FROM json_each(?))
+		WHERE `+store.DueCondition+` AND id NOT IN (SELECT value FROM json_each(?))
 		ORDER BY run_at LIMIT 1`, idList(except)).Scan(&at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return time.Time{}, false, nil
@@ -380,7 +377,7 @@ func (q *Queue) NextDue(ctx context.Context, except []int64) (time.Time, bool, e
 // whole table.
 func (q *Queue) QueuedByTarget(ctx context.Context) (map[string]int64, error) {
 	rows, err := q.db.Reader().QueryContext(ctx, `SELECT target, count(*) FROM deliveries INDEXED BY deliveries_due
-		WHERE `+dueCondition+` GROUP BY target`)
+		WHERE `+store.DueCondition+` GROUP BY target`)
 	if err != nil {
 		return nil, fmt.Errorf("queued deliveries by target: %w", err)
 	}
@@ -406,7 +403,7 @@ type RunningKey struct{ Source, EventID, Target string }
 func (q *Queue) Running(ctx context.Context) ([]RunningKey, error) {
 	rows, err := q.db.Reader().QueryContext(ctx, `SELECT e.source, e.event_id, d.target
 		FROM deliveries d INDEXED BY deliveries_due JOIN events e ON e.id = d.event
-		WHERE `+dueCondition+` AND d.status = 'running'`)
+		WHERE `+store.DueCondition+` AND d.status = 'running'`)
 	if err != nil {
 		return nil, fmt.Errorf("running deliveries: %w", err)
 	}

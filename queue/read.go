@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"hookbox/store"
 )
 
 // Delivery is a delivery row as shown to users.
@@ -169,7 +171,7 @@ type Stats struct {
 func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 	s := Stats{ByStatus: map[string]int64{Pending: 0, Running: 0, Retrying: 0, Dead: 0}}
 	rows, err := q.db.Reader().QueryContext(ctx, `SELECT status, COUNT(*), MIN(created_at) FROM deliveries INDEXED BY deliveries_due
-		WHERE `+dueCondition+` GROUP BY status`)
+		WHERE `+store.DueCondition+` GROUP BY status`)
 	if err != nil {
 		return s, fmt.Errorf("queue stats: %w", err)
 	}
