@@ -363,12 +363,12 @@ func (s *Store) Sweep(ctx context.Context, payloadsBefore, keysBefore time.Time,
 	}
 	// Nothing old enough, as on most runs of a young store: no write at all
 	// (an idle hookbox commits nothing).
-	var old bool
+	var more bool
 	if err := s.db.Reader().QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM events e INDEXED BY events_received WHERE `+sweepKeysWhere+`)`,
-		keysBefore.UnixMilli()).Scan(&old); err != nil {
+		keysBefore.UnixMilli()).Scan(&more); err != nil {
 		return swept, deleted, fmt.Errorf("sweep dedupe keys: %w", err)
 	}
-	for old {
+	for more {
 		var n int64
 		err := s.db.Write(ctx, func(tx *sql.Tx) error {
 			ctx := context.WithoutCancel(ctx) // see store.Write
@@ -384,9 +384,7 @@ func (s *Store) Sweep(ctx context.Context, payloadsBefore, keysBefore time.Time,
 			return swept, deleted, fmt.Errorf("sweep dedupe keys: %w", err)
 		}
 		deleted += n
-		if n < int64(batch) {
-			break
-		}
+		more = n == int64(batch) // a full batch: there may be more
 	}
 	return swept, deleted, nil
 }

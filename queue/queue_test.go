@@ -559,6 +559,23 @@ func TestQueue_EmptyBodyIsNotSwept(t *testing.T) {
 
 // A delivery whose payload retention removed goes dead at its first
 // attempt (with an alert), instead of being retried through every backoff.
+// startOneWorker starts a pool of one worker with a single target, 5
+// attempts and an hour's backoff (so a second attempt never comes within a
+// test), stopped when the test ends.
+func startOneWorker(t *testing.T, q *queue.Queue, target string, h queue.HandlerFunc) {
+	t.Helper()
+	p := queue.NewPool(q, queue.PoolConfig{
+		Workers: 1, MaxAttempts: 5, Lease: time.Minute, Grace: time.Second,
+		Retry:   queue.Retry{Backoff: time.Hour, MaxBackoff: time.Hour},
+		Targets: []queue.Target{{Name: target, Handler: h}},
+		Logger:  zerolog.Nop(),
+	})
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+}
+
 func TestPool_SweptPayloadGoesDeadAtOnce(t *testing.T) {
 	db, q, events := mustOpenDB(t, "sink")
 	ev := mustIngest(t, events, "evt_swept", time.Now())
@@ -570,22 +587,10 @@ func TestPool_SweptPayloadGoesDeadAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	var calls atomic.Int64
-	p := queue.NewPool(q, queue.PoolConfig{
-		Workers:     1,
-		MaxAttempts: 5,
-		Lease:       time.Minute,
-		Grace:       time.Second,
-		Retry:       queue.Retry{Backoff: time.Hour, MaxBackoff: time.Hour},
-		Targets: []queue.Target{{Name: "sink", Handler: queue.HandlerFunc(func(context.Context, *queue.Job) queue.Outcome {
-			calls.Add(1)
-			return queue.Outcome{}
-		})}},
-		Logger: zerolog.Nop(),
+	startOneWorker(t, q, "sink", func(context.Context, *queue.Job) queue.Outcome {
+		calls.Add(1)
+		return queue.Outcome{}
 	})
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer p.Stop()
 	waitStatus(t, q, ev, queue.Dead)
 	if d := mustDelivery(t, q, ev); d.Attempts != 1 || !strings.Contains(d.LastError, "retention") {
 		t.Errorf("dead after %d attempt(s), error %q; want 1, naming retention", d.Attempts, d.LastError)
@@ -601,21 +606,7 @@ func TestPool_SweptPayloadGoesDeadAtOnce(t *testing.T) {
 func TestPool_RemovedTargetGoesDeadAtOnce(t *testing.T) {
 	_, q, events := mustOpenDB(t, "old-name")
 	ev := mustIngest(t, events, "evt_orphan", time.Now())
-	p := queue.NewPool(q, queue.PoolConfig{
-		Workers:     1,
-		MaxAttempts: 5,
-		Lease:       time.Minute,
-		Grace:       time.Second,
-		Retry:       queue.Retry{Backoff: time.Hour, MaxBackoff: time.Hour},
-		Targets: []queue.Target{{Name: "new-name", Handler: queue.HandlerFunc(func(context.Context, *queue.Job) queue.Outcome {
-			return queue.Outcome{}
-		})}},
-		Logger: zerolog.Nop(),
-	})
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer p.Stop()
+	startOneWorker(t, q, "new-name", func(context.Context, *queue.Job) queue.Outcome { return queue.Outcome{} })
 	waitStatus(t, q, ev, queue.Dead)
 	if d := mustDelivery(t, q, ev); d.Attempts != 1 || !strings.Contains(d.LastError, `target "old-name" is no longer configured`) {
 		t.Errorf("dead after %d attempt(s), error %q; want 1, naming the missing target", d.Attempts, d.LastError)
