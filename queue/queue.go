@@ -183,7 +183,7 @@ func (q *Queue) Replay(ctx context.Context, sel ReplaySelector, now time.Time) (
 			return err
 		})
 		if err != nil {
-			return r, fmt.Errorf("replay (%d of %d deliveries queued again before this): %w", r.Queued, len(ids), err)
+			return r, fmt.Errorf("replay: %d of %d deliveries were queued again before this, and the rest not (running the same replay again queues them): %w", r.Queued, len(ids), err)
 		}
 		r.Queued += n
 	}
