@@ -28,6 +28,8 @@ import (
 	"hookbox/bench"
 	"hookbox/config"
 	"hookbox/dedupe"
+	"hookbox/internal/cli"
+	"hookbox/internal/logging"
 	"hookbox/queue"
 	"hookbox/store"
 )
@@ -38,7 +40,7 @@ const benchSecret = "hookbox-bench-secret"
 // benchCmd is `hookbox bench`: it measures a real hookbox against a bare
 // HTTP server, each run as a child process on loopback, in alternating rounds.
 type benchCmd struct {
-	*cli
+	cli.Env
 	// serverArgv starts a bench server (followed by "bench-server" and its
 	// flags); serverEnv is added to its environment. Default: this executable.
 	serverArgv []string
@@ -73,12 +75,17 @@ type depthSeries struct {
 	Samples [][2]float64 `json:"samples"` // [seconds since load start, accepted but not yet delivered]
 }
 
-func (c *cli) bench(ctx context.Context, args []string) error {
-	return (&benchCmd{cli: c}).run(ctx, args)
+const benchSummary = "measure ingest, end-to-end delivery and command targets against a bare server"
+
+// BenchCommand is `hookbox bench`.
+type BenchCommand struct{ cli.Env }
+
+func (c *BenchCommand) Run(ctx context.Context, args []string) error {
+	return (&benchCmd{Env: c.Env}).run(ctx, args)
 }
 
 func (b *benchCmd) run(ctx context.Context, args []string) error {
-	fs := b.flags("bench")
+	fs := cli.NewFlagSet(b.Env, "bench", "", benchSummary)
 	fs.StringVar(&b.mode, "mode", "ingest", "ingest, e2e (to a local URL sink), command (/bin/true target) or rate (fixed request rate)")
 	fs.IntVar(&b.conns, "conns", 64, "concurrent keep-alive connections")
 	fs.DurationVar(&b.duration, "duration", 5*time.Second, "load time per server per round")
@@ -90,28 +97,28 @@ func (b *benchCmd) run(ctx context.Context, args []string) error {
 	fs.IntVar(&b.workers, "workers", 4, "delivery workers (e2e, command); also the raw fork/exec concurrency")
 	fs.BoolVar(&b.asJSON, "json", false, "one JSON object a line instead of tables")
 	fs.StringVar(&b.cpuprofile, "cpuprofile", "", "write a CPU profile of the last round's hookbox server to this file (e2e: the hookbox+url server; the backlog drain's to FILE.backlog)")
-	if err := b.parse(fs, args, 0); err != nil {
+	if err := fs.Parse(args, 0); err != nil {
 		return err
 	}
 	switch {
 	case b.mode != "ingest" && b.mode != "e2e" && b.mode != "command" && b.mode != "rate":
-		return &usageError{fmt.Sprintf("bench: --mode %q: want ingest, e2e, command or rate", b.mode)}
+		return cli.Usagef("bench: --mode %q: want ingest, e2e, command or rate", b.mode)
 	case b.conns < 1 || b.conns > 10000:
-		return &usageError{"bench: --conns must be 1 to 10000"}
+		return cli.Usagef("bench: --conns must be 1 to 10000")
 	case b.duration <= 0 || b.duration > time.Hour:
-		return &usageError{"bench: --duration must be above 0 and at most 1h"}
+		return cli.Usagef("bench: --duration must be above 0 and at most 1h")
 	case b.rounds < 1 || b.rounds > 100:
-		return &usageError{"bench: --rounds must be 1 to 100"}
+		return cli.Usagef("bench: --rounds must be 1 to 100")
 	case b.rate <= 0 || b.rate > 1e6:
-		return &usageError{"bench: --rate must be above 0 and at most 1000000"}
+		return cli.Usagef("bench: --rate must be above 0 and at most 1000000")
 	case b.prefill < 0 || b.backlog < 0:
-		return &usageError{"bench: --prefill and --backlog must not be negative"}
+		return cli.Usagef("bench: --prefill and --backlog must not be negative")
 	case b.mode == "e2e" && b.backlog < 1:
-		return &usageError{"bench: --backlog must be at least 1 in e2e mode"}
+		return cli.Usagef("bench: --backlog must be at least 1 in e2e mode")
 	case b.bodySize < 0 || b.bodySize > 1<<20:
-		return &usageError{"bench: --body-size must be 0 to 1048576"}
+		return cli.Usagef("bench: --body-size must be 0 to 1048576")
 	case b.workers < 1 || b.workers > 256:
-		return &usageError{"bench: --workers must be 1 to 256"}
+		return cli.Usagef("bench: --workers must be 1 to 256")
 	}
 	// A flag the mode does not use would be ignored: say so instead.
 	modes := map[string][]string{
@@ -121,7 +128,7 @@ func (b *benchCmd) run(ctx context.Context, args []string) error {
 	var unused error
 	fs.Visit(func(f *flag.Flag) {
 		if want, ok := modes[f.Name]; ok && unused == nil && !slices.Contains(want, b.mode) {
-			unused = &usageError{fmt.Sprintf("bench: --%s applies to --mode %s, not %s", f.Name, strings.Join(want, " or "), b.mode)}
+			unused = cli.Usagef("bench: --%s applies to --mode %s, not %s", f.Name, strings.Join(want, " or "), b.mode)
 		}
 	})
 	if unused != nil {
@@ -729,14 +736,14 @@ func (b *benchCmd) profile(round int, suffix string) string {
 // progress rewrites one status line on a terminal, or writes a line
 // elsewhere; "" clears it.
 func (b *benchCmd) progress(msg string) {
-	if f, ok := b.stderr.(*os.File); ok && isTerminal(f) {
-		fmt.Fprintf(b.stderr, "\r\x1b[K%s", msg)
+	if f, ok := b.Stderr.(*os.File); ok && logging.IsTerminal(f) {
+		fmt.Fprintf(b.Stderr, "\r\x1b[K%s", msg)
 		return
 	}
 	// Not a terminal (a log, CI): a line a second at most.
 	if msg != "" && time.Since(b.printed) >= time.Second {
 		b.printed = time.Now()
-		fmt.Fprintln(b.stderr, msg)
+		fmt.Fprintln(b.Stderr, msg)
 	}
 }
 
@@ -872,7 +879,7 @@ func (b *benchCmd) describe() string {
 func (b *benchCmd) report() error {
 	gs := b.goals()
 	if b.asJSON {
-		enc := json.NewEncoder(b.stdout)
+		enc := json.NewEncoder(b.Stdout)
 		enc.Encode(map[string]any{"type": "run", "mode": b.mode, "conns": b.conns, "duration_s": b.duration.Seconds(),
 			"rounds": b.rounds, "rate": b.rate, "prefill": b.prefill, "backlog": b.backlog, "body_size": len(b.req.Body),
 			"workers": b.workers, "cpus": cpus(), "go": runtime.Version(), "notes": b.notes})
@@ -900,7 +907,7 @@ func (b *benchCmd) report() error {
 		}
 		return nil
 	}
-	w := b.stdout
+	w := b.Stdout
 	fmt.Fprintf(w, "hookbox bench: %s\n\n", b.describe())
 	cols := b.columns()
 	if err := bench.WriteRounds(w, b.rows, cols); err != nil {
@@ -943,12 +950,17 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // benchServer is the hidden `hookbox bench-server` that `hookbox bench`
 // starts as a child: it serves on loopback, prints "listening on http://ADDR",
 // and shuts down when its stdin closes or on SIGINT/SIGTERM.
-func (c *cli) benchServer(ctx context.Context, args []string) error {
-	fs := c.flags("bench-server")
+const benchServerSummary = "a server for hookbox bench to measure (bare, or hookbox)"
+
+// BenchServerCommand is `hookbox bench-server`, a child of hookbox bench.
+type BenchServerCommand struct{ cli.Env }
+
+func (c *BenchServerCommand) Run(ctx context.Context, args []string) error {
+	fs := cli.NewFlagSet(c.Env, "bench-server", "", benchServerSummary)
 	kind := fs.String("kind", "", "bare or hookbox")
 	cfgPath := fs.String("config", "", "hookbox: config file")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the serving time to this file")
-	if err := c.parse(fs, args, 0); err != nil {
+	if err := fs.Parse(args, 0); err != nil {
 		return err
 	}
 	var addr string
@@ -969,22 +981,22 @@ func (c *cli) benchServer(ctx context.Context, args []string) error {
 		}
 	case "hookbox":
 		if *cfgPath == "" {
-			return &usageError{"bench-server: --config is required with --kind hookbox"}
+			return cli.Usagef("bench-server: --config is required with --kind hookbox")
 		}
-		cfg, err := config.Load(*cfgPath, c.getenv)
+		cfg, err := config.Load(*cfgPath, c.Getenv)
 		if err != nil {
 			return err
 		}
 		if err := bench.CheckLoopback("http://" + cfg.Server.Listen); err != nil {
 			return fmt.Errorf("bench-server: listen: %w", err)
 		}
-		m := NewMain(cfg, zerolog.New(c.stderr).Level(zerolog.WarnLevel).With().Timestamp().Logger())
+		m := NewMain(cfg, zerolog.New(c.Stderr).Level(zerolog.WarnLevel).With().Timestamp().Logger())
 		if err := m.Run(ctx); err != nil {
 			return err
 		}
 		addr, stop = m.Addr(), m.Close
 	default:
-		return &usageError{fmt.Sprintf("bench-server: --kind %q: want bare or hookbox", *kind)}
+		return cli.Usagef("bench-server: --kind %q: want bare or hookbox", *kind)
 	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -998,14 +1010,14 @@ func (c *cli) benchServer(ctx context.Context, args []string) error {
 			return fmt.Errorf("cpuprofile: %w", err)
 		}
 	}
-	fmt.Fprintln(c.stdout, bench.ReadyPrefix+addr)
+	fmt.Fprintln(c.Stdout, bench.ReadyPrefix+addr)
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	eof := make(chan struct{})
 	go func() {
-		_, _ = io.Copy(io.Discard, c.stdin)
+		_, _ = io.Copy(io.Discard, c.Stdin)
 		close(eof)
 	}()
 	select {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"hookbox/bench"
+	"hookbox/internal/cli"
 )
 
 // TestBenchServerChild is not a test: it is the bench server that
@@ -26,7 +27,7 @@ func TestBenchServerChild(t *testing.T) {
 	if os.Getenv("HOOKBOX_BENCH_CHILD") != "1" {
 		t.Skip("runs only as a child of TestBench")
 	}
-	if err := run(context.Background(), flag.Args(), os.Stdin, os.Stdout, os.Stderr, os.Getenv); err != nil {
+	if err := Execute(context.Background(), cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -51,9 +52,9 @@ func TestBench(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			c := &cli{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: os.Getenv}
+			env := cli.Env{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Getenv: os.Getenv}
 			b := &benchCmd{
-				cli:        c,
+				Env:        env,
 				serverArgv: []string{os.Args[0], "-test.run=^TestBenchServerChild$", "--"},
 				serverEnv:  []string{"HOOKBOX_BENCH_CHILD=1"},
 			}
@@ -159,8 +160,8 @@ func TestBench(t *testing.T) {
 
 	t.Run("Table", func(t *testing.T) {
 		var stdout, stderr bytes.Buffer
-		c := &cli{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: os.Getenv}
-		b := &benchCmd{cli: c, serverArgv: []string{os.Args[0], "-test.run=^TestBenchServerChild$", "--"}, serverEnv: []string{"HOOKBOX_BENCH_CHILD=1"}}
+		env := cli.Env{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Getenv: os.Getenv}
+		b := &benchCmd{Env: env, serverArgv: []string{os.Args[0], "-test.run=^TestBenchServerChild$", "--"}, serverEnv: []string{"HOOKBOX_BENCH_CHILD=1"}}
 		if err := b.run(context.Background(), []string{"--duration", "200ms", "--rounds", "2", "--conns", "2"}); err != nil {
 			t.Fatalf("bench: %v\n%s", err, stderr.String())
 		}
@@ -188,8 +189,8 @@ func TestBench_Usage(t *testing.T) {
 		{"--rate", "500"}, {"--mode", "e2e", "--prefill", "10"}, {"--mode", "rate", "--backlog", "10"},
 		{"--workers", "8"}, {"--mode", "command", "--conns", "8"}} {
 		var out bytes.Buffer
-		err := run(context.Background(), append([]string{"bench"}, args...), strings.NewReader(""), &out, &out, os.Getenv)
-		var ue *usageError
+		err := Execute(context.Background(), cli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out, Getenv: os.Getenv}, append([]string{"bench"}, args...))
+		var ue *cli.UsageError
 		if !errors.As(err, &ue) {
 			t.Errorf("bench %v: err=%v, want a usage error", args, err)
 			continue
@@ -258,7 +259,7 @@ func TestBench_Goals(t *testing.T) {
 func TestBench_CPUProfileUnwritable(t *testing.T) {
 	var out bytes.Buffer
 	start := time.Now()
-	err := run(context.Background(), []string{"bench", "--duration", "1h", "--cpuprofile", "/nonexistent-dir/p.pprof"}, strings.NewReader(""), &out, &out, os.Getenv)
+	err := Execute(context.Background(), cli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out, Getenv: os.Getenv}, []string{"bench", "--duration", "1h", "--cpuprofile", "/nonexistent-dir/p.pprof"})
 	if err == nil || !strings.Contains(err.Error(), "--cpuprofile") {
 		t.Fatalf("err=%v, want one naming --cpuprofile", err)
 	}

@@ -1,4 +1,4 @@
-package main
+package main_test
 
 import (
 	"bufio"
@@ -19,6 +19,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"hookbox/internal/cli"
 	"hookbox/store"
 )
 
@@ -54,7 +55,7 @@ secret = "x"
 		if err == nil {
 			t.Fatal("check of a bad config succeeded")
 		}
-		var ue *usageError
+		var ue *cli.UsageError
 		if errors.As(err, &ue) {
 			t.Fatalf("err=%v is a usage error (exit 2), want exit 1", err)
 		}
@@ -131,7 +132,7 @@ secret = "x"
 	})
 	t.Run("No config", func(t *testing.T) {
 		_, _, err := runCLI(t, "check")
-		var ue *usageError
+		var ue *cli.UsageError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "HOOKBOX_CONFIG") {
 			t.Fatalf("err=%v, want a usage error naming both ways to give the config", err)
 		}
@@ -270,7 +271,7 @@ url = %q
 			{"dead", "--config", cfg, "--limit", "-1"},
 		} {
 			_, _, err := runCLI(t, args...)
-			var ue *usageError
+			var ue *cli.UsageError
 			if !errors.As(err, &ue) {
 				t.Fatalf("%v: err=%v, want a usage error", args, err)
 			}
@@ -323,21 +324,21 @@ func TestCLI_Event(t *testing.T) {
 			t.Fatal("event 999 succeeded, want an error")
 		}
 		_, _, err := runCLI(t, "event", "--config", cfg, "abc")
-		var ue *usageError
+		var ue *cli.UsageError
 		if !errors.As(err, &ue) {
 			t.Fatalf("event abc: err=%v, want a usage error", err)
 		}
 	})
 	t.Run("No id", func(t *testing.T) {
 		_, _, err := runCLI(t, "event", "--config", cfg)
-		var ue *usageError
+		var ue *cli.UsageError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "ID column of hookbox events") {
 			t.Fatalf("event without an id: err=%v, want a usage error saying where the id comes from", err)
 		}
 	})
 	t.Run("Flags after the argument", func(t *testing.T) {
 		stdout, _, err := runCLI(t, "event", "--config", cfg, id, "--body")
-		var ue *usageError
+		var ue *cli.UsageError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--body") {
 			t.Fatalf("event ID --body: err=%v, want a usage error naming --body", err)
 		}
@@ -357,11 +358,11 @@ func TestCLI_Version(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(stdout, "hookbox "+version) || !strings.Contains(stdout, runtime.Version()) {
+	if !regexp.MustCompile(`^hookbox \S+\ncommit \S+\n`).MatchString(stdout) || !strings.Contains(stdout, runtime.Version()) {
 		t.Fatalf("version printed %q, want the version and %s", stdout, runtime.Version())
 	}
 	_, _, err = runCLI(t, "version", "extra")
-	var ue *usageError
+	var ue *cli.UsageError
 	if !errors.As(err, &ue) {
 		t.Fatalf("version extra: err=%v, want a usage error", err)
 	}
@@ -370,7 +371,7 @@ func TestCLI_Version(t *testing.T) {
 func TestCLI_Usage(t *testing.T) {
 	for _, args := range [][]string{nil, {"frobnicate"}} {
 		_, stderr, err := runCLI(t, args...)
-		var ue *usageError
+		var ue *cli.UsageError
 		if !errors.As(err, &ue) || !strings.Contains(stderr, "Usage") {
 			t.Fatalf("%v: err=%v stderr=%q, want a usage error and the usage text", args, err, stderr)
 		}
@@ -441,8 +442,8 @@ func TestPrintable(t *testing.T) {
 		{"tab\tok", "tab\tok"},
 		{"kept\ufffd", "kept\ufffd"},
 	} {
-		if got := printable(c.in); got != c.want {
-			t.Errorf("printable(%q) = %q, want %q", c.in, got, c.want)
+		if got := cli.Printable(c.in); got != c.want {
+			t.Errorf("cli.Printable(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }

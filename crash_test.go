@@ -1,4 +1,4 @@
-package main
+package main_test
 
 import (
 	"database/sql"
@@ -20,6 +20,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"hookbox/queue"
+	"hookbox/view"
 )
 
 // crashSecret signs the loader's GitHub events.
@@ -293,7 +294,7 @@ timeout = "5s"
 	// One last start delivers everything; then a clean stop.
 	drain := time.Now()
 	p := startServe(t, bin, cfg, addr)
-	var events []eventLine
+	var events []view.Event
 	waitFor(t, 120*time.Second, "every delivery to be done", func() bool {
 		time.Sleep(200 * time.Millisecond)
 		events = binEvents(t, bin, cfg)

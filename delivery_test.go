@@ -1,6 +1,8 @@
-package main
+package main_test
 
 import (
+	hookbox "hookbox"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -25,6 +27,7 @@ import (
 
 	"hookbox/dedupe"
 	"hookbox/queue"
+	"hookbox/view"
 )
 
 // deliveryConfig is a [delivery] section with waits short enough for tests
@@ -177,20 +180,9 @@ func waitStatus(tb testing.TB, tm *testMain, row int64, target, status string, w
 	return d
 }
 
-// cliRun runs a hookbox command against dir's store, as a user would.
-func cliRun(tb testing.TB, dir string, args ...string) string {
-	tb.Helper()
-	full := append([]string{args[0], "--config", storeConfig(tb, dir)}, args[1:]...)
-	stdout, stderr, err := runCLI(tb, full...)
-	if err != nil {
-		tb.Fatalf("hookbox %s: %v\n%s", strings.Join(full, " "), err, stderr)
-	}
-	return stdout
-}
-
 // eventDetail is `hookbox event --json ID`.
 type eventDetail struct {
-	eventLine
+	view.Event
 	ContentType string `json:"content_type"`
 }
 
@@ -201,35 +193,6 @@ func cliEvent(tb testing.TB, dir string, row int64) eventDetail {
 		tb.Fatalf("decode event --json: %v", err)
 	}
 	return e
-}
-
-// jsonLines decodes one JSON object a line.
-func jsonLines[T any](tb testing.TB, out string) []T {
-	tb.Helper()
-	var list []T
-	dec := json.NewDecoder(strings.NewReader(out))
-	for {
-		var v T
-		if err := dec.Decode(&v); errors.Is(err, io.EOF) {
-			return list
-		} else if err != nil {
-			tb.Fatalf("decode %q: %v", out, err)
-		}
-		list = append(list, v)
-	}
-}
-
-// pidGone reports whether pid no longer runs (gone, or a zombie nobody reaped).
-func pidGone(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return errors.Is(err, os.ErrNotExist)
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
 }
 
 func readPIDFile(tb testing.TB, path string) int {
@@ -654,7 +617,7 @@ func TestDelivery_DeadLetterAndAlert(t *testing.T) {
 		t.Parallel()
 		web := newRecordingTarget(t, alwaysFail)
 		sink := newAlertSink(t, func(int) int { return http.StatusBadGateway })
-		tm := MustRunMain(t, deadConfig(web.URL, sink.URL), "", func(m *Main) { m.AlertBackoff = 10 * time.Millisecond })
+		tm := MustRunMain(t, deadConfig(web.URL, sink.URL), "", func(m *hookbox.Main) { m.AlertBackoff = 10 * time.Millisecond })
 		postEvent(t, tm, "evt_g", "order.created", []byte(`{}`), "accepted")
 		row := eventRow(t, tm, "shop", "evt_g")
 		waitStatus(t, tm, row, "web", queue.Dead, 5*time.Second)
@@ -677,8 +640,35 @@ func TestDelivery_DeadLetterAndAlert(t *testing.T) {
 		if _, tries := sink.Received(); tries != 5 {
 			t.Errorf("alert tried %d times, want 5 in all", tries)
 		}
-		if out := cliRun(t, tm.Dir, "dead"); !strings.Contains(out, "failed: status 502") {
-			t.Errorf("dead table:\n%s\nwant the alert shown as failed", out)
+		if out := cliRun(t, tm.Dir, "dead"); !strings.Contains(out, "gave up: status 502") {
+			t.Errorf("dead table:\n%s\nwant the alert shown as given up", out)
+		}
+		if l := jsonLines[map[string]any](t, cliRun(t, tm.Dir, "dead", "--json")); len(l) != 1 || l[0]["alert"] != "gave up" {
+			t.Errorf("dead --json=%v, want one line with alert \"gave up\"", l)
+		}
+	})
+
+	t.Run("Alert being retried shows in dead", func(t *testing.T) {
+		t.Parallel()
+		web := newRecordingTarget(t, alwaysFail)
+		sink := newAlertSink(t, func(int) int { return http.StatusServiceUnavailable })
+		// After its first failure the alert waits an hour: still retried.
+		tm := MustRunMain(t, deadConfig(web.URL, sink.URL), "", func(m *hookbox.Main) { m.AlertBackoff = time.Hour })
+		postEvent(t, tm, "evt_r", "order.created", []byte(`{}`), "accepted")
+		waitStatus(t, tm, eventRow(t, tm, "shop", "evt_r"), "web", queue.Dead, 5*time.Second)
+		var l map[string]any
+		waitFor(t, 5*time.Second, "the first failed send to be recorded", func() bool {
+			lines := jsonLines[map[string]any](t, cliRun(t, tm.Dir, "dead", "--json"))
+			if len(lines) == 1 {
+				l = lines[0]
+			}
+			return l != nil && l["alert_error"] == "status 503"
+		})
+		if l["alert"] != "retrying" {
+			t.Errorf("dead --json alert=%v, want \"retrying\"", l["alert"])
+		}
+		if out := cliRun(t, tm.Dir, "dead"); !strings.Contains(out, "retrying: status 503") {
+			t.Errorf("dead table:\n%s\nwant the alert shown as being retried", out)
 		}
 	})
 
@@ -686,7 +676,7 @@ func TestDelivery_DeadLetterAndAlert(t *testing.T) {
 		t.Parallel()
 		web := newRecordingTarget(t, alwaysFail)
 		sink := newAlertSink(t, failFirst(2))
-		tm := MustRunMain(t, deadConfig(web.URL, sink.URL), "", func(m *Main) { m.AlertBackoff = 10 * time.Millisecond })
+		tm := MustRunMain(t, deadConfig(web.URL, sink.URL), "", func(m *hookbox.Main) { m.AlertBackoff = 10 * time.Millisecond })
 		postEvent(t, tm, "evt_a", "order.created", []byte(`{}`), "accepted")
 		row := eventRow(t, tm, "shop", "evt_a")
 		waitStatus(t, tm, row, "web", queue.Dead, 5*time.Second)
@@ -902,7 +892,7 @@ events = ["invoice.*"]
 	if got := seen(all); len(got) != 2 {
 		t.Errorf("unfiltered target saw %v, want both events", got)
 	}
-	lines := jsonLines[eventLine](t, cliRun(t, tm.Dir, "events", "--json"))
+	lines := jsonLines[view.Event](t, cliRun(t, tm.Dir, "events", "--json"))
 	if len(lines) != 2 {
 		t.Fatalf("events --json listed %d events, want 2", len(lines))
 	}
@@ -965,132 +955,6 @@ max_attempts = 1
 	}
 }
 
-// builtBinary is the hookbox binary built once for the tests that run it as
-// a child process; TestMain removes its directory.
-var builtBinary struct {
-	once sync.Once
-	dir  string
-	path string
-	err  error
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if builtBinary.dir != "" {
-		os.RemoveAll(builtBinary.dir)
-	}
-	os.Exit(code)
-}
-
-// buildHookbox returns the real binary, building it on first use, or skips
-// the test when go is not on PATH.
-func buildHookbox(tb testing.TB) string {
-	tb.Helper()
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		tb.Skip("go is not on PATH: cannot build the hookbox binary")
-	}
-	b := &builtBinary
-	b.once.Do(func() {
-		if b.dir, b.err = os.MkdirTemp("", "hookbox-bin-"); b.err != nil {
-			return
-		}
-		b.path = filepath.Join(b.dir, "hookbox")
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, gobin, "build", "-o", b.path, ".")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("go build: %w\n%s", err, out)
-		}
-	})
-	if b.err != nil {
-		tb.Fatal(b.err)
-	}
-	return b.path
-}
-
-// freeAddr returns a loopback address with a port that was free a moment
-// ago: where nothing listens.
-func freeAddr(tb testing.TB) string {
-	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
-
-// serveProc is `hookbox serve` running as a child process.
-type serveProc struct {
-	cmd    *exec.Cmd
-	addr   string
-	output *syncBuffer
-	exited chan struct{}
-	err    error // Wait's result, set before exited is closed
-}
-
-// stop sends sig and fails the test unless serve then exits 0 within d.
-func (p *serveProc) stop(tb testing.TB, sig syscall.Signal, d time.Duration) {
-	tb.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		tb.Fatal(err)
-	}
-	select {
-	case <-p.exited:
-	case <-time.After(d):
-		tb.Fatalf("serve still running %v after %v\n%s", d, sig, p.output.String())
-	}
-	if p.err != nil {
-		tb.Fatalf("serve exit after %v: %v, want 0\n%s", sig, p.err, p.output.String())
-	}
-}
-
-// startServe starts bin serve --config cfg and waits until /healthz answers.
-func startServe(tb testing.TB, bin, cfg, addr string) *serveProc {
-	tb.Helper()
-	output := &syncBuffer{}
-	return launchServe(tb, addr, output, output, bin, "serve", "--config", cfg, "--log-format", "json")
-}
-
-// launchServe starts args (bin serve …) with stdout and stderr as given,
-// kills it when the test ends, and waits until /healthz answers.
-func launchServe(tb testing.TB, addr string, stdout *syncBuffer, stderr io.Writer, args ...string) *serveProc {
-	tb.Helper()
-	p := &serveProc{addr: addr, output: stdout, exited: make(chan struct{})}
-	p.cmd = exec.Command(args[0], args[1:]...)
-	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
-	p.cmd.Stdout, p.cmd.Stderr = stdout, stderr
-	if err := p.cmd.Start(); err != nil {
-		tb.Fatalf("start serve: %v", err)
-	}
-	go func() { p.err = p.cmd.Wait(); close(p.exited) }()
-	tb.Cleanup(func() {
-		select {
-		case <-p.exited:
-		default:
-			p.cmd.Process.Kill()
-			<-p.exited
-		}
-	})
-	waitFor(tb, 10*time.Second, "hookbox serve to answer /healthz", func() bool {
-		select {
-		case <-p.exited:
-			tb.Fatalf("serve exited early: %v\n%s", p.err, p.output.String())
-		default:
-		}
-		resp, err := http.Get("http://" + addr + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	return p
-}
-
 func (p *serveProc) post(tb testing.TB, id string) {
 	tb.Helper()
 	req, _ := http.NewRequest(http.MethodPost, "http://"+p.addr+"/hooks/shop", strings.NewReader(`{}`))
@@ -1109,7 +973,7 @@ func (p *serveProc) post(tb testing.TB, id string) {
 
 // binEvents runs `hookbox events --json --limit 0` (every event, with extra
 // flags) with the binary.
-func binEvents(tb testing.TB, bin, cfg string, extra ...string) []eventLine {
+func binEvents(tb testing.TB, bin, cfg string, extra ...string) []view.Event {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -1122,11 +986,11 @@ func binEvents(tb testing.TB, bin, cfg string, extra ...string) []eventLine {
 		}
 		tb.Fatalf("hookbox %s: %v", strings.Join(args, " "), err)
 	}
-	return jsonLines[eventLine](tb, string(out))
+	return jsonLines[view.Event](tb, string(out))
 }
 
 // binDelivery returns the one delivery of event id as `hookbox events --json` shows it.
-func binDelivery(tb testing.TB, bin, cfg, id string) deliveryLine {
+func binDelivery(tb testing.TB, bin, cfg, id string) view.Delivery {
 	tb.Helper()
 	for _, e := range binEvents(tb, bin, cfg) {
 		if e.EventID == id {
@@ -1137,7 +1001,7 @@ func binDelivery(tb testing.TB, bin, cfg, id string) deliveryLine {
 		}
 	}
 	tb.Fatalf("event %s not listed by hookbox events", id)
-	return deliveryLine{}
+	return view.Delivery{}
 }
 
 // serveFixture writes a config for a serve child: source "shop", one command
@@ -1232,7 +1096,7 @@ func TestServe_KillNineDuringDelivery(t *testing.T) {
 
 	os.Remove(filepath.Join(out, "slow"))
 	p = startServe(t, bin, cfg, addr)
-	var d deliveryLine
+	var d view.Delivery
 	waitFor(t, 8*time.Second, "the delivery to be done after the restart", func() bool {
 		d = binDelivery(t, bin, cfg, "evt_k")
 		return d.Status == queue.Done

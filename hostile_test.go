@@ -1,16 +1,14 @@
-package main
+package main_test
 
 import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/hmac"
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
-	"hash"
 	"io"
 	"net"
 	"net/http"
@@ -66,17 +64,9 @@ event_id = "json:id"
 max_body = "1KiB"
 `, hxStripeSecret, hxGitHubSecret, hxStandardSecret, hxSlackSecret, hxHMACSecret)
 
-func hxMAC(fn func() hash.Hash, key []byte, parts ...string) []byte {
-	m := hmac.New(fn, key)
-	for _, p := range parts {
-		m.Write([]byte(p))
-	}
-	return m.Sum(nil)
-}
-
 // hxStripeV1 is the v1 value Stripe sends for timestamp t.
 func hxStripeV1(t string, body []byte) string {
-	return hex.EncodeToString(hxMAC(sha256.New, []byte(hxStripeSecret), t, ".", string(body)))
+	return hex.EncodeToString(mac(sha256.New, []byte(hxStripeSecret), t, ".", string(body)))
 }
 
 // hxGitHubSig is the X-Hub-Signature-256 value GitHub sends.
@@ -90,12 +80,12 @@ func hxStandardSig(tb testing.TB, id, ts string, body []byte) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return base64.StdEncoding.EncodeToString(hxMAC(sha256.New, key, id, ".", ts, ".", string(body)))
+	return base64.StdEncoding.EncodeToString(mac(sha256.New, key, id, ".", ts, ".", string(body)))
 }
 
 // hxSlackSig is the X-Slack-Signature value Slack sends.
 func hxSlackSig(ts string, body []byte) string {
-	return "v0=" + hex.EncodeToString(hxMAC(sha256.New, []byte(hxSlackSecret), "v0:", ts, ":", string(body)))
+	return "v0=" + hex.EncodeToString(mac(sha256.New, []byte(hxSlackSecret), "v0:", ts, ":", string(body)))
 }
 
 // hxHMACSig is the X-Signature value of the generic hmac source.
@@ -335,7 +325,7 @@ func hostileCases(tb testing.TB, now time.Time) []hostileCase {
 	github("signature odd length", gb, ggood[:len(ggood)-1], gid, 401, 0)
 	github("signature upper-case hex", gb, "sha256="+strings.ToUpper(ggood[7:]), gid, 401, 0)
 	github("no sha256= prefix", gb, ggood[7:], gid, 401, 0)
-	github("wrong scheme only (sha1)", gb, "sha1="+hex.EncodeToString(hxMAC(sha1.New, []byte(hxGitHubSecret), string(gb))), gid, 401, 0)
+	github("wrong scheme only (sha1)", gb, "sha1="+hex.EncodeToString(mac(sha1.New, []byte(hxGitHubSecret), string(gb))), gid, 401, 0)
 	github("id missing", gb, ggood, absent, 400, 0)
 	github("id huge (300 bytes)", gb, ggood, strings.Repeat("d", 300), 400, 0)
 	github("valid", gb, ggood, gid, 200, 1)
@@ -427,7 +417,7 @@ func hostileCases(tb testing.TB, now time.Time) []hostileCase {
 	hmacCase("wrong prefix", "sha512="+hgood[7:], hb, 401, 0)
 	hmacCase("signature not hex", "sha256="+strings.Repeat("x", 64), hb, 401, 0)
 	hmacCase("signature odd length", hgood[:len(hgood)-1], hb, 401, 0)
-	hmacCase("base64 instead of hex", "sha256="+base64.StdEncoding.EncodeToString(hxMAC(sha256.New, []byte(hxHMACSecret), string(hb))), hb, 401, 0)
+	hmacCase("base64 instead of hex", "sha256="+base64.StdEncoding.EncodeToString(mac(sha256.New, []byte(hxHMACSecret), string(hb))), hb, 401, 0)
 	over := []byte(`{"id":"ord_big","pad":"` + strings.Repeat("p", 2048) + `"}`)
 	hmacCase("body over the source's 1KiB", hxHMACSig(over), over, 413, 0)
 	hmacCase("valid", hgood, hb, 200, 1)

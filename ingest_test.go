@@ -1,12 +1,11 @@
-package main
+package main_test
 
 import (
+	hookbox "hookbox"
+
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -44,26 +43,6 @@ type listedEvent struct {
 	} `json:"deliveries"`
 }
 
-// runCLI runs a hookbox command with buffers and an empty environment.
-func runCLI(tb testing.TB, args ...string) (stdout, stderr string, err error) {
-	tb.Helper()
-	var out, errb bytes.Buffer
-	err = run(context.Background(), args, strings.NewReader(""), &out, &errb, func(string) string { return "" })
-	return out.String(), errb.String(), err
-}
-
-// storeConfig writes a config file that points the read commands at the
-// store in dir, and returns its path.
-func storeConfig(tb testing.TB, dir string) string {
-	tb.Helper()
-	p := filepath.Join(dir, "cli.toml")
-	text := fmt.Sprintf("[store]\npath = %q\n", filepath.Join(dir, "hookbox.db"))
-	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
-		tb.Fatal(err)
-	}
-	return p
-}
-
 // listEvents runs `hookbox events --json` on the store in dir.
 func listEvents(tb testing.TB, dir string, args ...string) []listedEvent {
 	tb.Helper()
@@ -82,19 +61,6 @@ func listEvents(tb testing.TB, dir string, args ...string) []listedEvent {
 		out = append(out, e)
 	}
 	return out
-}
-
-func githubSig(secret string, body []byte) string {
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write(body)
-	return "sha256=" + hex.EncodeToString(m.Sum(nil))
-}
-
-func stripeSig(secret string, ts time.Time, body []byte) string {
-	m := hmac.New(sha256.New, []byte(secret))
-	fmt.Fprintf(m, "%d.", ts.Unix())
-	m.Write(body)
-	return fmt.Sprintf("t=%d,v1=%s", ts.Unix(), hex.EncodeToString(m.Sum(nil)))
 }
 
 // answer is the JSON body of a receiver answer.
@@ -666,7 +632,7 @@ func TestServe_OneServePerStore(t *testing.T) {
 	first := MustRunMain(t, "", "")
 	cfg := first.Config
 	cfg.Server.Listen = "127.0.0.1:0"
-	second := NewMain(cfg, zerolog.Nop())
+	second := hookbox.NewMain(cfg, zerolog.Nop())
 	err := second.Run(context.Background())
 	if err == nil {
 		second.Close()
@@ -679,7 +645,7 @@ func TestServe_OneServePerStore(t *testing.T) {
 	if err := first.Close(); err != nil {
 		t.Fatal(err)
 	}
-	third := NewMain(cfg, zerolog.Nop())
+	third := hookbox.NewMain(cfg, zerolog.Nop())
 	if err := third.Run(context.Background()); err != nil {
 		t.Fatalf("serve after the first stopped: %v", err)
 	}

@@ -1,4 +1,4 @@
-package main
+package main_test
 
 import (
 	"fmt"
@@ -115,24 +115,5 @@ url = %q
 	}
 	if !strings.Contains(out, `"message":"stopped"`) {
 		t.Errorf("the last line (stopped) did not reach the log output:\n%.2000s", out[max(0, len(out)-2000):])
-	}
-}
-
-// --log-format console into a file or a pipe writes plain text: colour
-// escape codes belong on a terminal only.
-func TestLogger_ConsoleWithoutTerminalHasNoColour(t *testing.T) {
-	var buf syncBuffer
-	logger, closeLog, err := newLogger(&buf, "info", "console")
-	if err != nil {
-		t.Fatal(err)
-	}
-	logger.Warn().Str("grace", "1s").Msg("attempts still running")
-	closeLog()
-	out := buf.String()
-	if !strings.Contains(out, "attempts still running") || !strings.Contains(out, "grace=1s") {
-		t.Fatalf("console log %q, want the message and grace=1s", out)
-	}
-	if strings.Contains(out, "\x1b[") {
-		t.Errorf("console log to a non-terminal has colour escape codes: %q", out)
 	}
 }

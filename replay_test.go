@@ -1,4 +1,4 @@
-package main
+package main_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"hookbox/internal/cli"
 	"hookbox/queue"
 )
 
@@ -114,7 +115,7 @@ func TestReplay(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, _, err := runCLI(t, "replay", "--config", serveCfg, "--target", "nosuch", strconv.FormatInt(a, 10))
-		var usage *usageError
+		var usage *cli.UsageError
 		if !errors.As(err, &usage) || !strings.Contains(err.Error(), `--target "nosuch": no such target`) || !strings.Contains(err.Error(), "web") {
 			t.Errorf("replay --target nosuch: %v, want a usage error naming the flag and the configured targets", err)
 		}

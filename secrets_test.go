@@ -1,11 +1,12 @@
-package main
+package main_test
 
 import (
+	hookbox "hookbox"
+
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -31,29 +32,25 @@ type sxPreset struct {
 
 func sxUnix(now time.Time) string { return strconv.FormatInt(now.Unix(), 10) }
 
-func sxHexMAC(secret string, parts ...string) string {
-	return hex.EncodeToString(hxMAC(sha256.New, []byte(secret), parts...))
-}
-
 var sxPresets = []sxPreset{
 	{source: "stripe", secret: "whsec_sx_stripe_c0ffee11", sigHeaders: []string{"Stripe-Signature"},
 		sign: func(_ testing.TB, secret string, body []byte, _ string, now time.Time) (map[string]string, string) {
-			sig := sxHexMAC(secret, sxUnix(now), ".", string(body))
+			sig := hexMAC(secret, sxUnix(now), ".", string(body))
 			return map[string]string{"Stripe-Signature": "t=" + sxUnix(now) + ",v1=" + sig}, sig
 		}},
 	{source: "github", secret: "sx_github_d00dfeed22", sigHeaders: []string{"X-Hub-Signature-256"},
 		sign: func(_ testing.TB, secret string, body []byte, id string, _ time.Time) (map[string]string, string) {
-			sig := sxHexMAC(secret, string(body))
+			sig := hexMAC(secret, string(body))
 			return map[string]string{"X-Hub-Signature-256": "sha256=" + sig, "X-GitHub-Delivery": id, "X-GitHub-Event": "issues"}, sig
 		}},
 	{source: "shopify", secret: "shpss_sx_shopify_33", sigHeaders: []string{"X-Shopify-Hmac-Sha256"},
 		sign: func(_ testing.TB, secret string, body []byte, id string, _ time.Time) (map[string]string, string) {
-			sig := base64.StdEncoding.EncodeToString(hxMAC(sha256.New, []byte(secret), string(body)))
+			sig := base64.StdEncoding.EncodeToString(mac(sha256.New, []byte(secret), string(body)))
 			return map[string]string{"X-Shopify-Hmac-Sha256": sig, "X-Shopify-Webhook-Id": id, "X-Shopify-Topic": "orders/create"}, sig
 		}},
 	{source: "slack", secret: "sx_slack_signing_44", sigHeaders: []string{"X-Slack-Signature"},
 		sign: func(_ testing.TB, secret string, body []byte, _ string, now time.Time) (map[string]string, string) {
-			sig := sxHexMAC(secret, "v0:", sxUnix(now), ":", string(body))
+			sig := hexMAC(secret, "v0:", sxUnix(now), ":", string(body))
 			return map[string]string{"X-Slack-Signature": "v0=" + sig, "X-Slack-Request-Timestamp": sxUnix(now)}, sig
 		}},
 	{source: "standard", secret: "whsec_" + base64.StdEncoding.EncodeToString([]byte("sx standard key 55")), sigHeaders: []string{"webhook-signature"},
@@ -62,12 +59,12 @@ var sxPresets = []sxPreset{
 			if err != nil {
 				key = []byte(secret) // a wrong secret that is not base64 signs with its bytes
 			}
-			sig := base64.StdEncoding.EncodeToString(hxMAC(sha256.New, key, id, ".", sxUnix(now), ".", string(body)))
+			sig := base64.StdEncoding.EncodeToString(mac(sha256.New, key, id, ".", sxUnix(now), ".", string(body)))
 			return map[string]string{"webhook-id": id, "webhook-timestamp": sxUnix(now), "webhook-signature": "v1," + sig}, sig
 		}},
 	{source: "hmac", secret: "sx_hmac_66aa", sigHeaders: []string{"X-Signature"},
 		sign: func(_ testing.TB, secret string, body []byte, _ string, _ time.Time) (map[string]string, string) {
-			sig := sxHexMAC(secret, string(body))
+			sig := hexMAC(secret, string(body))
 			return map[string]string{"X-Signature": "sha256=" + sig}, sig
 		}},
 	{source: "gitlab", secret: "sx_gitlab_token_77bb", sigHeaders: []string{"X-Gitlab-Token"}, token: true,
@@ -152,7 +149,7 @@ func TestSecrets_NotInLogsOrErrors(t *testing.T) {
 	}
 	closed := freeAddr(t)
 	cfgText := sxConfig(closed)
-	tm := MustRunMain(t, cfgText, "", func(m *Main) {
+	tm := MustRunMain(t, cfgText, "", func(m *hookbox.Main) {
 		m.AlertBackoff = 10 * time.Millisecond
 		m.RefusedLogBurst = 1000 // every refused request's line is looked at
 	})
@@ -221,16 +218,15 @@ func TestSecrets_NotInLogsOrErrors(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte(full), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var cli strings.Builder
+	var said strings.Builder
 	runCmd := func(args ...string) string {
 		t.Helper()
-		var out, errb bytes.Buffer
-		err := run(context.Background(), args, strings.NewReader(""), &out, &errb, os.Getenv)
+		out, errb, err := execute(args, os.Getenv)
 		if err != nil {
-			t.Errorf("hookbox %s: %v (stderr %s)", strings.Join(args, " "), err, errb.String())
+			t.Errorf("hookbox %s: %v (stderr %s)", strings.Join(args, " "), err, errb)
 		}
-		cli.WriteString(out.String() + errb.String())
-		return out.String()
+		said.WriteString(out + errb)
+		return out
 	}
 	runCmd("check", "--config", cfgPath)
 	events := runCmd("events", "--config", cfgPath, "--json")
@@ -239,10 +235,8 @@ func TestSecrets_NotInLogsOrErrors(t *testing.T) {
 	runCmd("dead", "--config", cfgPath, "--all")
 	// Without the service's environment (the secret variables unset), the
 	// commands that only read the store still work.
-	var out, errb bytes.Buffer
-	noEnv := func(string) string { return "" }
-	if err := run(context.Background(), []string{"events", "--config", cfgPath}, strings.NewReader(""), &out, &errb, noEnv); err != nil {
-		t.Errorf("events without the secrets' environment: %v (stderr %s)", err, errb.String())
+	if _, stderr, err := execute([]string{"events", "--config", cfgPath}, func(string) string { return "" }); err != nil {
+		t.Errorf("events without the secrets' environment: %v (stderr %s)", err, stderr)
 	}
 	var stored int
 	for _, line := range strings.Split(strings.TrimSpace(events), "\n") {
@@ -293,20 +287,19 @@ func TestSecrets_NotInLogsOrErrors(t *testing.T) {
 		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		var out, errb bytes.Buffer
-		err := run(context.Background(), []string{"check", "--config", p}, strings.NewReader(""), &out, &errb, os.Getenv)
+		out, errb, err := execute([]string{"check", "--config", p}, os.Getenv)
 		if err == nil {
 			t.Errorf("%s: check passed, want an error", name)
 			continue
 		}
-		msg := err.Error() + "\n" + out.String() + errb.String()
+		msg := err.Error() + "\n" + out + errb
 		t.Logf("%s: %s", name, strings.TrimSpace(msg))
 		cfgErrs.WriteString(msg)
 	}
 
 	logs := tm.Logs.String()
 	for _, s := range never {
-		for where, text := range map[string]string{"log": logs, "answer": strings.Join(answers, "\n"), "command output": cli.String(), "config error": cfgErrs.String()} {
+		for where, text := range map[string]string{"log": logs, "answer": strings.Join(answers, "\n"), "command output": said.String(), "config error": cfgErrs.String()} {
 			if s != "" && strings.Contains(text, s) {
 				t.Errorf("%s contains %q:\n%s", where, s, sxAround(text, s))
 			}

@@ -1,6 +1,8 @@
-package main
+package main_test
 
 import (
+	hookbox "hookbox"
+
 	"context"
 	"database/sql"
 	"fmt"
@@ -52,7 +54,7 @@ url = %q
 	}
 	cfg.Server.Listen = taken.Addr().String()
 	cfg.Store.Path = path
-	m := NewMain(cfg, zerolog.New(&syncBuffer{}))
+	m := hookbox.NewMain(cfg, zerolog.New(&syncBuffer{}))
 	err = m.Run(context.Background())
 	if err == nil {
 		m.Close()
@@ -176,7 +178,7 @@ func TestServe_OneServePerStoreThroughSymlinks(t *testing.T) {
 		cfg := tm.Config
 		cfg.Server.Listen = "127.0.0.1:0"
 		cfg.Store.Path = path
-		m := NewMain(cfg, zerolog.New(&syncBuffer{}))
+		m := hookbox.NewMain(cfg, zerolog.New(&syncBuffer{}))
 		err := m.Run(context.Background())
 		if err == nil {
 			m.Close()
@@ -224,7 +226,7 @@ func TestServe_FirstSweepSoonAfterStart(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	tm := MustRunMain(t, githubConfig("[retention]\ninterval = \"1h\"\n"), dir, func(m *Main) { m.FirstSweep = 50 * time.Millisecond })
+	tm := MustRunMain(t, githubConfig("[retention]\ninterval = \"1h\"\n"), dir, func(m *hookbox.Main) { m.FirstSweep = 50 * time.Millisecond })
 	waitFor(t, 5*time.Second, "the 40-day-old payload to be swept with a 1h interval", func() bool {
 		e, err := tm.Events.Get(context.Background(), res.ID)
 		return err == nil && e.Swept

@@ -26,6 +26,15 @@ type Config struct {
 	Targets   []Target  `toml:"target"`
 }
 
+// TargetNames names the [[target]] tables, in order.
+func (c Config) TargetNames() []string {
+	names := make([]string, len(c.Targets))
+	for i, t := range c.Targets {
+		names[i] = t.Name
+	}
+	return names
+}
+
 // Server configures the HTTP receiver.
 //
 // Unlike the no-config mode, which only ever listens on loopback, a config

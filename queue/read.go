@@ -4,8 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"hookbox/store"
 )
@@ -114,12 +118,16 @@ type DeadLetter struct {
 	DeadAt    time.Time
 	RevivedAt time.Time // zero unless a redelivery or replay revived it
 	AlertedAt time.Time // zero unless the alert was sent
-	AlertErr  string
+	AlertErr  string    // the last failed send's error
+	// AlertDueAt is when the alert is tried next: zero once it was sent,
+	// given up (AlertErr says why) or, for a revived letter, not needed.
+	AlertDueAt time.Time
+	AlertTries int // sends tried so far
 }
 
 // DeadLetters lists dead letters, newest first. With all false, revived ones are left out.
 func (q *Queue) DeadLetters(ctx context.Context, all bool, limit int) ([]DeadLetter, error) {
-	query := `SELECT l.id, l.delivery, l.event, e.source, e.event_id, e.type, l.target, l.attempts, l.error, l.dead_at, l.revived_at, l.alerted_at, l.alert_error
+	query := `SELECT l.id, l.delivery, l.event, e.source, e.event_id, e.type, l.target, l.attempts, l.error, l.dead_at, l.revived_at, l.alerted_at, l.alert_error, l.alert_due_at, l.alert_attempts
 		FROM dead_letters l JOIN events e ON e.id = l.event`
 	if !all {
 		query += ` WHERE l.revived_at IS NULL`
@@ -139,9 +147,9 @@ func (q *Queue) DeadLetters(ctx context.Context, all bool, limit int) ([]DeadLet
 	for rows.Next() {
 		var d DeadLetter
 		var dead int64
-		var revived, alerted sql.NullInt64
+		var revived, alerted, due sql.NullInt64
 		if err := rows.Scan(&d.ID, &d.Delivery, &d.Event, &d.Source, &d.EventID, &d.Type, &d.Target, &d.Attempts, &d.Error,
-			&dead, &revived, &alerted, &d.AlertErr); err != nil {
+			&dead, &revived, &alerted, &d.AlertErr, &due, &d.AlertTries); err != nil {
 			return nil, fmt.Errorf("list dead letters: %w", err)
 		}
 		d.DeadAt = time.UnixMilli(dead).UTC()
@@ -150,6 +158,9 @@ func (q *Queue) DeadLetters(ctx context.Context, all bool, limit int) ([]DeadLet
 		}
 		if alerted.Valid {
 			d.AlertedAt = time.UnixMilli(alerted.Int64).UTC()
+		}
+		if due.Valid {
+			d.AlertDueAt = time.UnixMilli(due.Int64).UTC()
 		}
 		out = append(out, d)
 	}
@@ -200,4 +211,22 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 	}
 	s.ByStatus[Dead] = dead
 	return s, nil
+}
+
+// WarnUnknownTargets logs the targets that queued deliveries are for but
+// known (the config's targets) no longer has, renamed or removed since they
+// were queued: each goes dead at its next attempt.
+func (q *Queue) WarnUnknownTargets(ctx context.Context, known []string, log zerolog.Logger) {
+	queued, err := q.QueuedByTarget(ctx)
+	if err != nil {
+		log.Warn().Err(err).Msg("could not count queued deliveries by target")
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(queued)) {
+		if slices.Contains(known, name) {
+			continue
+		}
+		log.Warn().Str("target", name).Int64("deliveries", queued[name]).
+			Msg("queued deliveries are for a target the config no longer names: each goes dead at its next attempt; put the target back and run hookbox replay --dead to deliver them")
+	}
 }

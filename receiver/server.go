@@ -83,7 +83,21 @@ type Config struct {
 	// RefusedLogBurst is how many refused-signature warnings may be logged
 	// in each 10 s window (default 10); the rest are counted.
 	RefusedLogBurst int
-	Logger          zerolog.Logger
+	// OnAnswer, if set, is called after each webhook request is answered
+	// (the local sink prints a line for each).
+	OnAnswer func(Answer)
+	Logger   zerolog.Logger
+}
+
+// Answer is how one request to /hooks/ was answered.
+type Answer struct {
+	At      time.Time // when it came in
+	Source  string
+	EventID string // "" when the request was refused before its id was read
+	Type    string
+	Status  int    // the HTTP status sent
+	Result  string // "accepted" or "duplicate" for a 200; "" otherwise
+	Size    int    // body bytes read
 }
 
 // Counters are the receiver's running totals.
@@ -205,6 +219,9 @@ func (s *Server) Listen(addr string) error {
 	return nil
 }
 
+// UseListener makes s serve on ln, bound by its caller, instead of Listen.
+func (s *Server) UseListener(ln net.Listener) { s.ln = ln }
+
 // Unbind closes the listener of a server that never got to Serve (a start
 // that failed after Listen), so that its address is free again.
 func (s *Server) Unbind() error {
@@ -282,24 +299,61 @@ type acceptBody struct {
 }
 
 func (s *Server) handleHook(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.OnAnswer == nil {
+		s.hook(w, r)
+		return
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	a := Answer{At: s.cfg.Now(), Source: strings.TrimPrefix(r.URL.Path, "/hooks/")}
+	ev, result := s.hook(sw, r)
+	a.Status, a.Result = sw.status, result
+	if ev != nil {
+		a.EventID, a.Type, a.Size = ev.EventID, ev.Type, len(ev.Body)
+	}
+	s.cfg.OnAnswer(a)
+}
+
+// statusWriter remembers the status a handler sent.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// hook answers one webhook request. It returns the event once read (nil
+// before), and "accepted" or "duplicate" when it was answered 200.
+func (s *Server) hook(w http.ResponseWriter, r *http.Request) (*Event, string) {
 	name := strings.TrimPrefix(r.URL.Path, "/hooks/")
 	src, err := s.source(name)
 	if err != nil {
 		s.writeError(w, r, err)
-		return
+		return nil, ""
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		s.writeError(w, r, &Error{Status: http.StatusMethodNotAllowed, Msg: "method " + r.Method + " not allowed: use POST"})
-		return
+		return nil, ""
 	}
 	ev, err := s.read(w, r, src, name)
 	if err != nil {
 		s.writeError(w, r, err)
-		return
+		return nil, ""
 	}
 	if ev == nil {
-		return // answered (Slack url_verification)
+		return nil, "" // answered (Slack url_verification)
 	}
 	res, err := s.store.Ingest(r.Context(), ev)
 	if gone := r.Context().Err(); err != nil && gone != nil && errors.Is(err, gone) {
@@ -312,11 +366,11 @@ func (s *Server) handleHook(w http.ResponseWriter, r *http.Request) {
 			Msg("the sender closed the connection before its event was stored; nothing was kept, it sends again")
 		w.Header().Set("Retry-After", "5")
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "the connection closed before the event was stored; nothing was kept, send it again"})
-		return
+		return ev, ""
 	}
 	if err != nil {
 		s.writeError(w, r, &Error{Status: http.StatusServiceUnavailable, Msg: "could not store the event; nothing was kept, send it again", RetryAfter: 5, Err: err})
-		return
+		return ev, ""
 	}
 	status := "accepted"
 	if res.Duplicate {
@@ -330,6 +384,7 @@ func (s *Server) handleHook(w http.ResponseWriter, r *http.Request) {
 		s.Counters.Accepted.Add(1)
 	}
 	writeJSON(w, http.StatusOK, acceptBody{Status: status, EventID: ev.EventID})
+	return ev, status
 }
 
 func (s *Server) source(name string) (*Source, error) {

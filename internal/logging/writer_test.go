@@ -1,4 +1,4 @@
-package main
+package logging
 
 import (
 	"fmt"
@@ -7,6 +7,24 @@ import (
 	"testing"
 	"time"
 )
+
+// syncBuffer is a goroutine-safe output.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
 
 // gateWriter blocks every Write until open is closed, then records.
 type gateWriter struct {
@@ -95,4 +113,23 @@ func TestLogWriter(t *testing.T) {
 			t.Errorf("Write after Close: %d, %v", n, err)
 		}
 	})
+}
+
+// --log-format console into a file or a pipe writes plain text: colour
+// escape codes belong on a terminal only.
+func TestLogger_ConsoleWithoutTerminalHasNoColour(t *testing.T) {
+	var buf syncBuffer
+	logger, closeLog, err := New(&buf, "info", "console")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger.Warn().Str("grace", "1s").Msg("attempts still running")
+	closeLog()
+	out := buf.String()
+	if !strings.Contains(out, "attempts still running") || !strings.Contains(out, "grace=1s") {
+		t.Fatalf("console log %q, want the message and grace=1s", out)
+	}
+	if strings.Contains(out, "\x1b[") {
+		t.Errorf("console log to a non-terminal has colour escape codes: %q", out)
+	}
 }

@@ -1,4 +1,5 @@
-package main
+// Package metrics serves hookbox's counters and queue figures in the Prometheus text format.
+package metrics
 
 import (
 	"context"
@@ -33,8 +34,8 @@ type Metrics struct {
 	sum     float64
 }
 
-// NewMetrics returns metrics reading queue figures from q.
-func NewMetrics(q *queue.Queue, now func() time.Time) *Metrics {
+// New returns metrics reading queue figures from q.
+func New(q *queue.Queue, now func() time.Time) *Metrics {
 	return &Metrics{q: q, now: now, buckets: make([]int64, len(latencyBuckets))}
 }
 

@@ -1,4 +1,4 @@
-package main
+package harden
 
 import (
 	"os"
@@ -13,10 +13,10 @@ func TestHardenChild(t *testing.T) {
 	if os.Getenv("HOOKBOX_HARDEN_CHILD") != "1" {
 		t.Skip("run by TestHardenProcess")
 	}
-	if err := hardenProcess(); err != nil {
+	if err := Process(); err != nil {
 		t.Fatal(err)
 	}
-	d, err := dumpable()
+	d, err := Dumpable()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func TestHardenChild(t *testing.T) {
 // command targets included, cannot read its environment (secret_env
 // secrets) from /proc.
 func TestHardenProcess(t *testing.T) {
-	if d, err := dumpable(); err != nil || !d {
+	if d, err := Dumpable(); err != nil || !d {
 		t.Fatalf("the test process itself: dumpable %v, %v; want dumpable, to see the change", d, err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHardenChild$", "-test.v")
@@ -37,6 +37,6 @@ func TestHardenProcess(t *testing.T) {
 		t.Fatalf("child: %v\n%s", err, out)
 	}
 	if !strings.Contains(string(out), "dumpable=no") {
-		t.Errorf("after hardenProcess the child says:\n%s\nwant dumpable=no", out)
+		t.Errorf("after Process the child says:\n%s\nwant dumpable=no", out)
 	}
 }

@@ -1,0 +1,173 @@
+// Package view is the one rendering of stored events, deliveries, attempts
+// and dead letters that hookbox shows: the JSON lines of `hookbox events`,
+// `event` and `dead`, and the table rows built from them.
+package view
+
+import (
+	"context"
+	"time"
+
+	"hookbox/dedupe"
+	"hookbox/queue"
+)
+
+// Event is an event as listed: the --json line of `hookbox events`.
+type Event struct {
+	ID           int64      `json:"id"`
+	Source       string     `json:"source"`
+	EventID      string     `json:"event_id"`
+	Type         string     `json:"type"`
+	ReceivedAt   string     `json:"received_at"`
+	Redeliveries int64      `json:"redeliveries"`
+	Conflicts    int64      `json:"conflicts"`
+	BodySize     int64      `json:"body_size"`
+	Swept        bool       `json:"swept,omitempty"`
+	Deliveries   []Delivery `json:"deliveries"`
+}
+
+// NewEvent is the view of e with its deliveries.
+func NewEvent(e dedupe.Stored, deliveries []queue.Delivery) Event {
+	return Event{
+		ID: e.ID, Source: e.Source, EventID: e.EventID, Type: e.Type, ReceivedAt: Time(e.ReceivedAt),
+		Redeliveries: e.Redeliveries, Conflicts: e.Conflicts, BodySize: e.BodySize, Swept: e.Swept,
+		Deliveries: Deliveries(deliveries),
+	}
+}
+
+// Delivery is one (event, target) pair.
+type Delivery struct {
+	Target    string    `json:"target"`
+	Status    string    `json:"status"`
+	Attempts  int       `json:"attempts"`
+	LastError string    `json:"last_error"`
+	NextAt    string    `json:"next_at,omitempty"`
+	DoneAt    string    `json:"done_at,omitempty"`
+	History   []Attempt `json:"history,omitempty"`
+}
+
+// Deliveries is the view of ds, in their order.
+func Deliveries(ds []queue.Delivery) []Delivery {
+	out := make([]Delivery, 0, len(ds))
+	for _, d := range ds {
+		l := Delivery{Target: d.Target, Status: d.Status, Attempts: d.Attempts, LastError: d.LastError, DoneAt: Time(d.DoneAt)}
+		if d.Status == queue.Pending || d.Status == queue.Retrying {
+			l.NextAt = Time(d.RunAt)
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// Attempt is one run of a delivery.
+type Attempt struct {
+	Attempt    int    `json:"attempt"`
+	StartedAt  string `json:"started_at"`
+	DurationMS int64  `json:"duration_ms"`
+	Outcome    string `json:"outcome"`
+	HTTPStatus int    `json:"http_status,omitempty"`
+	ExitCode   *int   `json:"exit_code,omitempty"`
+	Error      string `json:"error,omitempty"`
+	Output     string `json:"output,omitempty"`
+}
+
+// NewAttempt is the view of a.
+func NewAttempt(a queue.Attempt) Attempt {
+	return Attempt{
+		Attempt: a.Number, StartedAt: a.StartedAt.UTC().Format(time.RFC3339Nano), DurationMS: a.Duration.Milliseconds(),
+		Outcome: a.Outcome, HTTPStatus: a.HTTPStatus, ExitCode: a.ExitCode, Error: a.Error, Output: a.Output,
+	}
+}
+
+// Detail is one event in full: the --json object of `hookbox event`.
+type Detail struct {
+	Event
+	LastSeenAt  string              `json:"last_seen_at,omitempty"`
+	ContentType string              `json:"content_type"`
+	Headers     map[string][]string `json:"headers"`
+	// Body is the stored body (nil once retention dropped it); not part
+	// of the JSON, whose readers ask for it with --body.
+	Body []byte `json:"-"`
+}
+
+// LoadDetail reads event id with its deliveries and every attempt. The
+// error wraps dedupe's not-found error for an unknown id.
+func LoadDetail(ctx context.Context, events *dedupe.Store, q *queue.Queue, id int64) (Detail, error) {
+	e, err := events.Get(ctx, id)
+	if err != nil {
+		return Detail{}, err
+	}
+	dmap, err := q.Deliveries(ctx, []int64{id})
+	if err != nil {
+		return Detail{}, err
+	}
+	d := Detail{
+		Event:      NewEvent(e, dmap[id]),
+		LastSeenAt: Time(e.LastSeenAt), ContentType: e.ContentType, Headers: e.Headers, Body: e.Body,
+	}
+	for i, dl := range dmap[id] {
+		attempts, err := q.Attempts(ctx, dl.ID)
+		if err != nil {
+			return Detail{}, err
+		}
+		for _, a := range attempts {
+			d.Deliveries[i].History = append(d.Deliveries[i].History, NewAttempt(a))
+		}
+	}
+	return d, nil
+}
+
+// Dead is a dead letter: the --json line of `hookbox dead`.
+type Dead struct {
+	ID         int64  `json:"id"`
+	Event      int64  `json:"event"`
+	Source     string `json:"source"`
+	EventID    string `json:"event_id"`
+	Type       string `json:"type"`
+	Target     string `json:"target"`
+	Attempts   int    `json:"attempts"`
+	Error      string `json:"error"`
+	DeadAt     string `json:"dead_at"`
+	Alert      string `json:"alert"` // AlertState
+	AlertedAt  string `json:"alerted_at,omitempty"`
+	AlertError string `json:"alert_error,omitempty"` // the last failed send's error, until one succeeds
+	RevivedAt  string `json:"revived_at,omitempty"`
+}
+
+// NewDead is the view of d.
+func NewDead(d queue.DeadLetter) Dead {
+	return Dead{ID: d.ID, Event: d.Event, Source: d.Source, EventID: d.EventID, Type: d.Type, Target: d.Target,
+		Attempts: d.Attempts, Error: d.Error, DeadAt: Time(d.DeadAt), Alert: AlertState(d), AlertedAt: Time(d.AlertedAt),
+		AlertError: d.AlertErr, RevivedAt: Time(d.RevivedAt)}
+}
+
+// The states of a dead letter's alert.
+const (
+	AlertNone     = "none"     // no [alert] configured when it went dead, or not needed (revived first)
+	AlertPending  = "pending"  // due, not tried yet
+	AlertSent     = "sent"     // delivered to the alert URL or command
+	AlertRetrying = "retrying" // a send failed; it is tried again
+	AlertGaveUp   = "gave up"  // every try failed; it is not tried again
+)
+
+// AlertState says where d's alert stands.
+func AlertState(d queue.DeadLetter) string {
+	switch {
+	case !d.AlertedAt.IsZero():
+		return AlertSent
+	case !d.AlertDueAt.IsZero() && d.AlertErr != "":
+		return AlertRetrying
+	case !d.AlertDueAt.IsZero():
+		return AlertPending
+	case d.AlertErr != "":
+		return AlertGaveUp
+	}
+	return AlertNone
+}
+
+// Time is t as RFC 3339 in UTC, or "" for the zero time.
+func Time(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
