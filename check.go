@@ -19,7 +19,7 @@ type CheckCommand struct{ cli.Env }
 
 func (c *CheckCommand) Run(ctx context.Context, args []string) error {
 	fs := cli.NewFlagSet(c.Env, "check", "", checkSummary)
-	path := fs.String("config", "", "config `file` to check (default $HOOKBOX_CONFIG)")
+	path := fs.String("config", "", "config `FILE` to check (default $HOOKBOX_CONFIG)")
 	fs.Explain("Exit 0 when the config is valid (notes may follow), 1 naming each problem.")
 	if err := fs.Parse(args, -1); err != nil {
 		return err

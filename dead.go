@@ -18,10 +18,10 @@ type DeadCommand struct{ cli.Env }
 
 func (c *DeadCommand) Run(ctx context.Context, args []string) error {
 	fs := cli.NewFlagSet(c.Env, "dead", "", deadSummary)
-	path := fs.String("config", "", "config `file` (default $HOOKBOX_CONFIG)")
+	path := fs.String("config", "", "config `FILE` (default $HOOKBOX_CONFIG)")
 	asJSON := fs.Bool("json", false, "one JSON object a line")
 	all := fs.Bool("all", false, "include dead letters already revived by a redelivery or replay")
-	limit := fs.Int("limit", 0, "at most this many (0: all)")
+	limit := fs.Int("limit", 0, "at most `N` (0: all)")
 	fs.Explain(`The ALERT column: sent; pending (not tried yet); retrying: ERROR (a send
 failed, it is tried again); gave up: ERROR (every try failed); - (no [alert]).
 hookbox replay --dead runs them again.`)

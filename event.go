@@ -22,7 +22,7 @@ type EventCommand struct{ cli.Env }
 
 func (c *EventCommand) Run(ctx context.Context, args []string) error {
 	fs := cli.NewFlagSet(c.Env, "event", "ID", eventSummary)
-	path := fs.String("config", "", "config `file` (default $HOOKBOX_CONFIG)")
+	path := fs.String("config", "", "config `FILE` (default $HOOKBOX_CONFIG)")
 	body := fs.Bool("body", false, "write the raw body bytes exactly, nothing else")
 	asJSON := fs.Bool("json", false, "one JSON object")
 	fs.Explain("ID is the event's number: the ID column of hookbox events.")

@@ -23,10 +23,10 @@ const eventsPage = 1000
 
 func (c *EventsCommand) Run(ctx context.Context, args []string) error {
 	fs := cli.NewFlagSet(c.Env, "events", "", eventsSummary)
-	path := fs.String("config", "", "config `file` (default $HOOKBOX_CONFIG)")
-	source := fs.String("source", "", "only this `source`")
-	status := fs.String("status", "", "only events with a delivery in this `status` (pending, running, retrying, done, dead, skipped)")
-	limit := fs.Int("limit", 50, "at most this many events (0: all)")
+	path := fs.String("config", "", "config `FILE` (default $HOOKBOX_CONFIG)")
+	source := fs.String("source", "", "only this `SOURCE`")
+	status := fs.String("status", "", "only events with a delivery in this `STATUS` (pending, running, retrying, done, dead, skipped)")
+	limit := fs.Int("limit", 50, "at most `N` events (0: all)")
 	asJSON := fs.Bool("json", false, "one JSON object a line")
 	if err := fs.Parse(args, 0); err != nil {
 		return err

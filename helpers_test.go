@@ -291,8 +291,15 @@ func startServe(tb testing.TB, bin, cfg, addr string) *serveProc {
 // kills it when the test ends, and waits until /healthz answers.
 func launchServe(tb testing.TB, addr string, stdout *syncBuffer, stderr io.Writer, args ...string) *serveProc {
 	tb.Helper()
+	return launchServeIn(tb, "", addr, stdout, stderr, args...)
+}
+
+// launchServeIn is launchServe in the working directory dir ("": this one).
+func launchServeIn(tb testing.TB, dir, addr string, stdout *syncBuffer, stderr io.Writer, args ...string) *serveProc {
+	tb.Helper()
 	p := &serveProc{addr: addr, output: stdout, exited: make(chan struct{})}
 	p.cmd = exec.Command(args[0], args[1:]...)
+	p.cmd.Dir = dir
 	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
 	p.cmd.Stdout, p.cmd.Stderr = stdout, stderr
 	if err := p.cmd.Start(); err != nil {

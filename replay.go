@@ -21,11 +21,11 @@ type ReplayCommand struct{ cli.Env }
 
 func (c *ReplayCommand) Run(ctx context.Context, args []string) error {
 	fs := cli.NewFlagSet(c.Env, "replay", "[ID]", replaySummary)
-	path := fs.String("config", "", "config `file` (default $HOOKBOX_CONFIG)")
+	path := fs.String("config", "", "config `FILE` (default $HOOKBOX_CONFIG)")
 	dead := fs.Bool("dead", false, "only dead deliveries (every one, or with ID that event's)")
-	since := fs.String("since", "", "events received at or after this `time` (RFC3339, or a duration ago like 2h or 7d)")
-	until := fs.String("until", "", "with --since: received before this `time`")
-	target := fs.String("target", "", "only deliveries to this `target`")
+	since := fs.String("since", "", "events received at or after this `TIME` (RFC3339, or a duration ago like 2h or 7d)")
+	until := fs.String("until", "", "with --since: received before this `TIME`")
+	target := fs.String("target", "", "only deliveries to this `TARGET`")
 	fs.Explain(`Give an event number (the ID column of hookbox events), --dead, or --since:
   hookbox replay 42             every delivery of event 42, done ones included
   hookbox replay --dead 42      only event 42's dead deliveries

@@ -26,10 +26,10 @@ type ServeCommand struct{ cli.Env }
 // there is no reload); a second signal exits at once.
 func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	fs := cli.NewFlagSet(c.Env, "serve", "", serveSummary)
-	cfgPath := fs.String("config", "", "config `file` (default $HOOKBOX_CONFIG; none: the local sink)")
-	listenAddr := fs.String("listen", "", "listen on this `address` instead of [server] listen; without a config, a loopback one (default 127.0.0.1:8080)")
-	level := fs.String("log-level", "info", "debug, info, warn or error")
-	format := fs.String("log-format", "auto", "json, console or auto (console on a terminal)")
+	cfgPath := fs.String("config", "", "config `FILE` (default $HOOKBOX_CONFIG; none: the local sink)")
+	listenAddr := fs.String("listen", "", "listen on this `ADDR` instead of [server] listen; without a config, a loopback one (default 127.0.0.1:8080)")
+	level := fs.String("log-level", "info", "`LEVEL`: debug, info, warn or error")
+	format := fs.String("log-format", "auto", "`FORMAT`: json, console or auto (console on a terminal)")
 	fs.Explain(`Without a config, serve is a local sink: it accepts any POST /hooks/{name}
 unsigned on loopback, stores every request in ./hookbox.db, delivers nowhere,
 and prints a line for each request it answers.`)
