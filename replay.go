@@ -77,12 +77,28 @@ A running serve picks them up within a second.`)
 			return err // "event N: event not found", as hookbox event says
 		}
 	}
-	r, err := queue.New(db).Replay(ctx, sel, now)
+	q := queue.New(db)
+	r, err := q.Replay(ctx, sel, now)
 	if err != nil {
 		return err
 	}
 	out := c.Stdout
 	fmt.Fprintf(out, "%s queued again; hookbox serve runs them within a second (at its next start if it is not running)\n", cli.Count(r.Queued, "delivery"))
+	// A target added or renamed since its events came has no delivery of
+	// them to replay: it gets one.
+	if i := slices.IndexFunc(cfg.Targets, func(t config.Target) bool { return t.Name == sel.Target }); i >= 0 && !sel.DeadOnly {
+		t := cfg.Targets[i]
+		b, err := q.Backfill(ctx, queue.BackfillSelector{Target: t.Name, Event: sel.Event, Since: sel.Since, Until: sel.Until, Matches: t.Matches}, now)
+		if err != nil {
+			return err
+		}
+		if b.Queued > 0 {
+			fmt.Fprintf(out, "%s added for events that had none for %s (received before the target was added or renamed)\n", cli.Count(b.Queued, "delivery"), t.Name)
+		}
+		if b.Swept > 0 {
+			fmt.Fprintf(out, "%s for %s not added: their event's payload was removed by retention\n", cli.Count(b.Swept, "delivery"), t.Name)
+		}
+	}
 	if r.Swept > 0 {
 		fmt.Fprintf(out, "%s left out: their event's payload was removed by retention (retention.payloads), so they cannot run again\n", cli.Count(r.Swept, "delivery"))
 	}

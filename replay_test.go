@@ -133,3 +133,62 @@ func TestReplay(t *testing.T) {
 		}
 	})
 }
+
+// A target added after its events came (or renamed) has no deliveries of
+// them: replay --since --target gives it one for each event it matches,
+// and says so; done deliveries of the other target are left alone.
+func TestReplay_BackfillsANewTarget(t *testing.T) {
+	ok := func(int) int { return http.StatusOK }
+	old := newRecordingTarget(t, ok)
+	cfg := deliveryConfig + fmt.Sprintf(`
+[[target]]
+name = "old"
+source = "shop"
+url = %q
+`, old.URL)
+	tm := MustRunMain(t, cfg, "")
+	for id, typ := range map[string]string{"evt_1": "order.created", "evt_2": "order.paid", "evt_3": "refund.created"} {
+		postEvent(t, tm, id, typ, []byte(`{"n":1}`), "accepted")
+	}
+	waitFor(t, 5*time.Second, "the old target to get all three", func() bool { return old.Count() == 3 })
+	tm.Close()
+
+	added := newRecordingTarget(t, ok)
+	cfg += fmt.Sprintf(`
+[[target]]
+name = "new"
+source = "shop"
+events = ["order.*"]
+url = %q
+`, added.URL)
+	tm = MustRunMain(t, cfg, tm.Dir)
+	path := filepath.Join(tm.Dir, "full.toml")
+	if err := os.WriteFile(path, []byte(fmt.Sprintf("[store]\npath = %q\n", filepath.Join(tm.Dir, "hookbox.db"))+cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := runCLI(t, "replay", "--config", path, "--since", "1h", "--target", "new")
+	if err != nil {
+		t.Fatalf("replay: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(out, "0 deliveries queued again") || !strings.Contains(out, "2 deliveries added for events that had none for new") {
+		t.Fatalf("replay --since 1h --target new said:\n%s\nwant 0 queued again and 2 added", out)
+	}
+	waitFor(t, 5*time.Second, "the new target to get the two order events", func() bool { return added.Count() == 2 })
+	for _, h := range added.Hits() {
+		if id := h.Header.Get("Hookbox-Event-Id"); id == "evt_3" {
+			t.Errorf("the new target got %s, whose type its events pattern does not match", id)
+		}
+	}
+	for _, id := range []string{"evt_1", "evt_2"} {
+		waitStatus(t, tm, eventRow(t, tm, "shop", id), "new", queue.Done, 5*time.Second)
+	}
+	// Again: they have deliveries now, which replay runs again; none added.
+	out, _, err = runCLI(t, "replay", "--config", path, "--since", "1h", "--target", "new")
+	if err != nil || !strings.HasPrefix(out, "2 deliveries queued again") || strings.Contains(out, "added") {
+		t.Errorf("second replay: %v\n%s\nwant 2 queued again and none added", err, out)
+	}
+	waitFor(t, 5*time.Second, "the replayed deliveries", func() bool { return added.Count() == 4 })
+	if n := old.Count(); n != 3 {
+		t.Errorf("the old target got %d requests, want its 3 (not replayed)", n)
+	}
+}
