@@ -428,22 +428,3 @@ func TestCLI_EventsPages(t *testing.T) {
 		}
 	}
 }
-
-// What the CLI prints for a terminal: control characters (C0 and C1), the
-// bidirectional overrides and bytes that are not UTF-8 are escaped; text
-// in any script, tabs and U+FFFD are kept.
-func TestPrintable(t *testing.T) {
-	for _, c := range []struct{ in, want string }{
-		{"plain é 漢字", "plain é 漢字"},
-		{"a\x1b[2Jb", `a\x1b[2Jb`},
-		{"c1\u009bx", `c1\x9bx`},
-		{"rlo\u202ex", `rlo\u202ex`},
-		{"bad\xffbyte", `bad\xffbyte`},
-		{"tab\tok", "tab\tok"},
-		{"kept\ufffd", "kept\ufffd"},
-	} {
-		if got := cli.Printable(c.in); got != c.want {
-			t.Errorf("cli.Printable(%q) = %q, want %q", c.in, got, c.want)
-		}
-	}
-}

@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 
+	"hookbox/config"
 	"hookbox/internal/cli"
 	"hookbox/internal/harden"
 	"hookbox/internal/logging"
@@ -41,7 +41,7 @@ and prints a line for each request it answers.`)
 		return err
 	}
 	if *listenAddr != "" {
-		if local && !loopback(*listenAddr) {
+		if local && !config.IsLoopback(*listenAddr) {
 			return cli.Usagef("serve: --listen %q: without a config, hookbox listens on loopback only (127.0.0.1:PORT, [::1]:PORT or localhost:PORT)", *listenAddr)
 		}
 		cfg.Server.Listen = *listenAddr
@@ -146,17 +146,4 @@ func size(n int) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/1024)
 	}
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-}
-
-// loopback reports whether addr (host:port) names a loopback address.
-func loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

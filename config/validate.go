@@ -65,7 +65,7 @@ func validate(p *problems, cfg *Config, getenv func(string) string) {
 		checkName(sc, cfg.Sources[i].Name, seen)
 		validateSource(sc, &cfg.Sources[i], getenv)
 	}
-	if _, _, err := net.SplitHostPort(cfg.Server.Listen); err == nil && len(cfg.Sources) == 0 && !p.failed["source"] && !isLoopback(cfg.Server.Listen) {
+	if _, _, err := net.SplitHostPort(cfg.Server.Listen); err == nil && len(cfg.Sources) == 0 && !p.failed["source"] && !IsLoopback(cfg.Server.Listen) {
 		p.add("server.listen", "server.listen", cfg.Server.Listen,
 			"a config without [[source]] answers 404 to every webhook, so beyond loopback it would only expose a port; add a [[source]] or listen on 127.0.0.1")
 	}
@@ -146,7 +146,8 @@ func validateServer(sc scope, s *Server) {
 	positive(sc, "shutdown_timeout", s.ShutdownTimeout)
 }
 
-func isLoopback(listen string) bool {
+// IsLoopback reports whether listen (host:port) names a loopback address.
+func IsLoopback(listen string) bool {
 	host, _, err := net.SplitHostPort(listen)
 	if err != nil {
 		return false
