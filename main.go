@@ -133,7 +133,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if notifier != nil {
 		m.Alerter = queue.NewAlerter(m.Queue, notifier, m.component("alert"), m.Now)
 		if m.AlertBackoff > 0 {
-			m.Alerter.Backoff = m.AlertBackoff
+			m.Alerter.Backoff.Base = m.AlertBackoff
 		}
 	}
 	m.Pool = queue.NewPool(m.Queue, queue.PoolConfig{
@@ -141,7 +141,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		MaxAttempts: cfg.Delivery.MaxAttempts,
 		Lease:       cfg.Delivery.Lease.D(),
 		Grace:       cfg.Delivery.Grace.D(),
-		Retry:       queue.Retry{Backoff: cfg.Delivery.Backoff.D(), MaxBackoff: cfg.Delivery.MaxBackoff.D()},
+		Retry:       queue.Backoff{Base: cfg.Delivery.Backoff.D(), Max: cfg.Delivery.MaxBackoff.D(), Jitter: 0.2},
 		Targets:     targets,
 		Alerting:    m.Alerter != nil,
 		OnDead: func() {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -41,38 +40,6 @@ type Target struct {
 	Handler     Handler
 }
 
-// Retry computes the wait before attempt n+1 after n failed attempts.
-type Retry struct {
-	Backoff    time.Duration
-	MaxBackoff time.Duration
-	// Jitter returns a factor in [0.8, 1.2); nil uses math/rand.
-	Jitter func() float64
-}
-
-// Delay is Backoff·2^(n−1) with ±20% jitter, capped at MaxBackoff.
-func (r Retry) Delay(n int) time.Duration {
-	if n < 1 {
-		n = 1
-	}
-	d := r.Backoff
-	for i := 1; i < n && d < r.MaxBackoff; i++ {
-		if d > r.MaxBackoff/2 {
-			d = r.MaxBackoff // doubling a cap near the largest duration would overflow
-			break
-		}
-		d *= 2
-	}
-	d = min(d, r.MaxBackoff)
-	j := 0.8 + 0.4*rand.Float64()
-	if r.Jitter != nil {
-		j = r.Jitter()
-	}
-	if f := float64(d) * j; f < float64(r.MaxBackoff) {
-		return time.Duration(f)
-	}
-	return r.MaxBackoff
-}
-
 // PoolConfig configures a Pool.
 type PoolConfig struct {
 	Workers     int
@@ -80,8 +47,10 @@ type PoolConfig struct {
 	Lease       time.Duration
 	// Grace is how long running attempts may finish once Stop is called
 	// before their contexts are cancelled and they are released.
-	Grace   time.Duration
-	Retry   Retry
+	Grace time.Duration
+	// Retry is the wait before each retry of a failed attempt (a longer
+	// Retry-After from the target wins).
+	Retry   Backoff
 	Targets []Target
 	// Alerting says whether dead deliveries queue an alert.
 	Alerting bool
@@ -443,7 +412,8 @@ func (p *Pool) recorded(j *Job, f Finish, out Outcome, err error) {
 }
 
 // Retrying a result that could not be written waits recordRetryMin, then
-// twice as long each time, up to recordRetryMax.
+// twice as long each time, up to recordRetryMax (without jitter: only this
+// process waits on it).
 const (
 	recordRetryMin = 100 * time.Millisecond
 	recordRetryMax = 5 * time.Second
@@ -457,8 +427,9 @@ const (
 func (p *Pool) recordAgain(j *Job, f Finish, out Outcome) {
 	defer p.pending.Done()
 	done := f.Attempt.StartedAt.Add(f.Attempt.Duration)
-	for wait, tries := recordRetryMin, 1; ; wait, tries = min(2*wait, recordRetryMax), tries+1 {
-		stopping := !sleep(p.runCtx, wait)
+	wait := Backoff{Base: recordRetryMin, Max: recordRetryMax}
+	for tries := 1; ; tries++ {
+		stopping := !sleep(p.runCtx, wait.Delay(tries))
 		err := p.q.Complete(context.WithoutCancel(p.runCtx), j, f, done)
 		if err == nil || errors.Is(err, ErrStale) {
 			if err == nil {
