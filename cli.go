@@ -24,6 +24,7 @@ import (
 
 	"hookbox/config"
 	"hookbox/dedupe"
+	"hookbox/handlers"
 	"hookbox/queue"
 	"hookbox/store"
 )
@@ -190,7 +191,7 @@ func (c *cli) check(args []string) error {
 	if note := storeNote(cfg.Store.Path); note != "" {
 		fmt.Fprintln(c.stdout, "note: "+note)
 	}
-	for _, note := range programNotes(cfg) {
+	for _, note := range handlers.ProgramNotes(cfg) {
 		fmt.Fprintln(c.stdout, "note: "+note)
 	}
 	return nil

@@ -20,6 +20,7 @@ import (
 
 	"hookbox/config"
 	"hookbox/dedupe"
+	"hookbox/handlers"
 	"hookbox/queue"
 	"hookbox/receiver"
 	"hookbox/store"
@@ -122,15 +123,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.Metrics = NewMetrics(m.Queue, m.Now)
 	m.Metrics.Store = m.DB.Stats
 
-	targets, err := buildTargets(cfg, storeID)
+	targets, err := handlers.Targets(cfg, storeID)
 	if err != nil {
 		return err
 	}
-	notifier, err := buildNotifier(cfg.Alert)
-	if err != nil {
-		return err
-	}
-	if notifier != nil {
+	if notifier := handlers.Notifier(cfg.Alert); notifier != nil {
 		m.Alerter = queue.NewAlerter(m.Queue, notifier, m.component("alert"), m.Now)
 		if m.AlertBackoff > 0 {
 			m.Alerter.Backoff.Base = m.AlertBackoff
@@ -189,7 +186,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 
 	m.warnUnknownTargets(ctx)
 	qlog := m.component("queue")
-	for _, note := range programNotes(cfg) {
+	for _, note := range handlers.ProgramNotes(cfg) {
 		qlog.Warn().Msg(note)
 	}
 	// Bound before the queue is touched: a serve that cannot listen fails
@@ -201,7 +198,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	// Before the pool retries what the previous process left running: a
 	// command attempt it started may still run, and must not overlap its
 	// rerun.
-	m.stopLeftovers(ctx, storeID)
+	handlers.StopRunningLeftovers(ctx, storeID, m.Queue.Running, m.component("queue"))
 	if err := m.Pool.Start(ctx); err != nil {
 		return err
 	}

@@ -1,9 +1,11 @@
 // Package handlers runs one delivery attempt against a target: a URL or a local command.
+// It also builds, from the config, the queue's targets (Targets), the alert notifier
+// (Notifier) and the notes on programs that cannot run (ProgramNotes), and stops the
+// commands a killed hookbox left running (StopRunningLeftovers).
 //
 // A target never sees more than one attempt at a time from this package's point of view;
 // scheduling, retries and dead-lettering belong to the caller. Every failed attempt comes
-// back as an *Error, which says whether the failure looks temporary and whether the target
-// asked for a later retry.
+// back as an *Error, which says whether the target asked for a later retry.
 package handlers
 
 import (
