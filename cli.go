@@ -234,13 +234,14 @@ func newEventLine(e dedupe.Stored, deliveries []deliveryLine) eventLine {
 }
 
 type deliveryLine struct {
-	Target    string        `json:"target"`
-	Status    string        `json:"status"`
-	Attempts  int           `json:"attempts"`
-	LastError string        `json:"last_error"`
-	NextAt    string        `json:"next_at,omitempty"`
-	DoneAt    string        `json:"done_at,omitempty"`
-	History   []attemptLine `json:"history,omitempty"`
+	Target     string        `json:"target"`
+	Status     string        `json:"status"`
+	Attempts   int           `json:"attempts"`
+	LastError  string        `json:"last_error"`
+	DeadReason string        `json:"dead_reason,omitempty"` // why dead before its attempts were spent; "reason" is a skipped delivery's
+	NextAt     string        `json:"next_at,omitempty"`
+	DoneAt     string        `json:"done_at,omitempty"`
+	History    []attemptLine `json:"history,omitempty"`
 }
 
 type attemptLine struct {
@@ -265,6 +266,9 @@ func toDeliveryLines(ds []queue.Delivery) []deliveryLine {
 	out := make([]deliveryLine, 0, len(ds))
 	for _, d := range ds {
 		l := deliveryLine{Target: d.Target, Status: d.Status, Attempts: d.Attempts, LastError: d.LastError, DoneAt: rfc(d.DoneAt)}
+		if d.Status == queue.Dead {
+			l.DeadReason = d.DeadReason
+		}
 		if d.Status == queue.Pending || d.Status == queue.Retrying {
 			l.NextAt = rfc(d.RunAt)
 		}
@@ -474,6 +478,9 @@ func (c *cli) event(ctx context.Context, args []string) error {
 	}
 	for _, d := range lines {
 		fmt.Fprintf(w, "  %s: %s after %d attempt(s)", d.Target, d.Status, d.Attempts)
+		if d.DeadReason != "" {
+			fmt.Fprintf(w, " (%s)", d.DeadReason)
+		}
 		if d.NextAt != "" {
 			fmt.Fprintf(w, ", next at %s", d.NextAt)
 		}

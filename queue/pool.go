@@ -24,7 +24,9 @@ type HandlerFunc func(ctx context.Context, j *Job) Outcome
 // Handle calls f.
 func (f HandlerFunc) Handle(ctx context.Context, j *Job) Outcome { return f(ctx, j) }
 
-// Outcome is what a handler reports. Err nil means success.
+// Outcome is what a handler reports. Err nil means success; a failure is
+// retried until the attempt limit unless Err is (or wraps) a
+// *PermanentError.
 type Outcome struct {
 	Err        error
 	RetryAfter time.Duration // the target asked to wait at least this long
@@ -32,6 +34,33 @@ type Outcome struct {
 	ExitCode   *int
 	Output     string
 }
+
+// PermanentError is a failure that no retry can mend, as the target said
+// (a command's exit 65, an HTTP status the target lists in
+// permanent_status). The pool puts its delivery dead at once, with its
+// alert, without spending the remaining attempts. A handler returns one,
+// wrapped or not, as Outcome.Err; the pool finds it with errors.As.
+type PermanentError struct {
+	Reason string // what made it permanent, for people: "exit 65", "status 410"
+	Err    error  // the failure, recorded as the attempt's error
+}
+
+// Permanent marks err as a failure no retry can mend, for reason.
+func Permanent(reason string, err error) error {
+	return &PermanentError{Reason: reason, Err: err}
+}
+
+// Error is the failure's own message: the attempt records what happened,
+// the delivery's dead reason says that it was permanent.
+func (e *PermanentError) Error() string {
+	if e.Err == nil {
+		return "permanent failure: " + e.Reason
+	}
+	return e.Err.Error()
+}
+
+// Unwrap returns the failure.
+func (e *PermanentError) Unwrap() error { return e.Err }
 
 // Target is one configured destination.
 type Target struct {
@@ -339,19 +368,25 @@ func (p *Pool) run(j *Job) {
 	if out.Err != nil {
 		f.Attempt.Outcome = "failed"
 		f.Attempt.Error = out.Err.Error()
+		var perm *PermanentError
 		switch {
 		case p.runCtx.Err() != nil:
 			// Cancelled by shutdown: not the target's fault.
 			f.Release = true
 			f.Attempt.Outcome = "interrupted"
 			f.Attempt.Error = "interrupted by shutdown: " + f.Attempt.Error
-		case j.Attempt >= p.maxAttempts(j.Target) || j.Swept || !p.configured(j.Target):
+		case errors.As(out.Err, &perm):
+			f.Dead, f.Reason = true, "permanent: "+perm.Reason
+		case j.Swept:
 			// A swept payload is gone for good, and a target the config no
 			// longer names stays gone until a restart with it: no retry can
 			// succeed, so no waiting out the backoff (replay --dead runs it
 			// once the target is back).
+			f.Dead, f.Reason = true, "payload removed by retention"
+		case !p.configured(j.Target):
+			f.Dead, f.Reason = true, "target no longer configured"
+		case j.Attempt >= p.maxAttempts(j.Target):
 			f.Dead = true
-			f.AlertDue = p.cfg.Alerting
 		default:
 			delay := p.cfg.Retry.Delay(j.Attempt)
 			if out.RetryAfter > delay {
@@ -359,6 +394,7 @@ func (p *Pool) run(j *Job) {
 			}
 			f.Next = now.Add(delay)
 		}
+		f.AlertDue = f.Dead && p.cfg.Alerting
 	}
 	// The final write must survive shutdown: it is what keeps a success
 	// from being run again, and a failure from being lost. It joins the next
@@ -401,7 +437,11 @@ func (p *Pool) recorded(j *Job, f Finish, out Outcome, err error) {
 	case f.Release:
 		jobLog(p.log.Info(), j).Msg("attempt interrupted by shutdown; released")
 	case f.Dead:
-		jobLog(p.log.Error(), j).Str("error", f.Attempt.Error).Msg("delivery is dead")
+		e := jobLog(p.log.Error(), j).Str("error", f.Attempt.Error)
+		if f.Reason != "" {
+			e = e.Str("reason", f.Reason)
+		}
+		e.Msg("delivery is dead")
 		if p.cfg.OnDead != nil {
 			p.cfg.OnDead()
 		}

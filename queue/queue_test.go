@@ -529,6 +529,9 @@ func TestPool_SweptPayloadGoesDeadAtOnce(t *testing.T) {
 	if d := mustDelivery(t, q, ev); d.Attempts != 1 || !strings.Contains(d.LastError, "retention") {
 		t.Errorf("dead after %d attempt(s), error %q; want 1, naming retention", d.Attempts, d.LastError)
 	}
+	if d := mustDelivery(t, q, ev); d.DeadReason != "payload removed by retention" {
+		t.Errorf("dead reason %q, want %q", d.DeadReason, "payload removed by retention")
+	}
 	if n := calls.Load(); n != 0 {
 		t.Errorf("the target ran %d time(s) without a payload", n)
 	}
@@ -544,6 +547,9 @@ func TestPool_RemovedTargetGoesDeadAtOnce(t *testing.T) {
 	waitStatus(t, q, ev, queue.Dead)
 	if d := mustDelivery(t, q, ev); d.Attempts != 1 || !strings.Contains(d.LastError, `target "old-name" is no longer configured`) {
 		t.Errorf("dead after %d attempt(s), error %q; want 1, naming the missing target", d.Attempts, d.LastError)
+	}
+	if d := mustDelivery(t, q, ev); d.DeadReason != "target no longer configured" {
+		t.Errorf("dead reason %q, want %q", d.DeadReason, "target no longer configured")
 	}
 }
 
