@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 
 	"hookbox/config"
 	"hookbox/queue"
@@ -22,7 +23,7 @@ func Targets(cfg config.Config, store string) ([]queue.Target, error) {
 		var h queue.Handler
 		switch {
 		case t.URL != "":
-			h = handle(NewURL(t.URL, t.Timeout.D()), false)
+			h = handle(NewURL(t.URL, t.Timeout.D(), t.PermanentStatus...), false)
 		case len(t.Command) > 0:
 			env := maps.Clone(t.Env)
 			if env == nil {
@@ -43,7 +44,9 @@ type deliverer interface {
 	Deliver(ctx context.Context, d Delivery) (Result, error)
 }
 
-// handle adapts a target to the queue's Handler.
+// handle adapts a target to the queue's Handler. A Permanent *Error becomes a
+// queue.PermanentError, which the pool puts dead at once; every other failure
+// is left for the pool to retry.
 func handle(d deliverer, command bool) queue.Handler {
 	return queue.HandlerFunc(func(ctx context.Context, j *queue.Job) queue.Outcome {
 		res, err := d.Deliver(ctx, Delivery{
@@ -63,6 +66,13 @@ func handle(d deliverer, command bool) queue.Handler {
 		var he *Error
 		if errors.As(err, &he) {
 			out.RetryAfter = he.RetryAfter
+			if he.Permanent {
+				reason := "status " + strconv.Itoa(res.Status)
+				if command {
+					reason = "exit " + strconv.Itoa(res.ExitCode)
+				}
+				out.Err = queue.Permanent(reason, err)
+			}
 		}
 		return out
 	})

@@ -4,8 +4,13 @@ package handlers_test
 
 import (
 	"context"
+	"errors"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,6 +69,72 @@ func TestTargets(t *testing.T) {
 	t.Run("Neither url nor command", func(t *testing.T) {
 		if _, err := handlers.Targets(config.Config{Targets: []config.Target{{Name: "x"}}}, ""); err == nil {
 			t.Error("a target with neither url nor command was built, want an error")
+		}
+	})
+}
+
+// Only what the target declares permanent reaches the pool as a
+// *queue.PermanentError: a command's exit 65 and a status in the URL
+// target's permanent_status. Everything else, a bad certificate included,
+// is left to be retried.
+func TestTargets_Permanent(t *testing.T) {
+	permanent := func(out queue.Outcome) string {
+		var pe *queue.PermanentError
+		if errors.As(out.Err, &pe) {
+			return pe.Reason
+		}
+		return ""
+	}
+	t.Run("Command exit codes", func(t *testing.T) {
+		script := mustScript(t, `exit "$CODE"`)
+		for code, want := range map[string]string{"65": "exit 65", "75": "", "1": "", "3": ""} {
+			qt := mustTargets(t, config.Target{Name: "script", Command: []string{script}, Env: map[string]string{"CODE": code}})["script"]
+			out := qt.Handler.Handle(context.Background(), testJob())
+			if out.Err == nil {
+				t.Fatalf("exit %s: no failure", code)
+			}
+			if got := permanent(out); got != want {
+				t.Errorf("exit %s: permanent reason %q, want %q", code, got, want)
+			}
+		}
+	})
+	t.Run("Url statuses", func(t *testing.T) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			code, _ := strconv.Atoi(r.URL.Query().Get("code"))
+			w.WriteHeader(code)
+		}))
+		defer srv.Close()
+		for code, want := range map[int]string{410: "status 410", 422: "status 422", 404: "", 500: "", 503: ""} {
+			qt := mustTargets(t, config.Target{Name: "web", URL: srv.URL + "/?code=" + strconv.Itoa(code), PermanentStatus: []int{410, 422}})["web"]
+			out := qt.Handler.Handle(context.Background(), testJob())
+			if out.Err == nil {
+				t.Fatalf("status %d: no failure", code)
+			}
+			if got := permanent(out); got != want {
+				t.Errorf("status %d: permanent reason %q, want %q", code, got, want)
+			}
+			if want != "" && out.Err.Error() != "status "+strconv.Itoa(code)+" (permanent_status)" {
+				t.Errorf("status %d: error %q, want the attempt's own message", code, out.Err)
+			}
+		}
+		// Without permanent_status no status is permanent.
+		qt := mustTargets(t, config.Target{Name: "web", URL: srv.URL + "/?code=410"})["web"]
+		if out := qt.Handler.Handle(context.Background(), testJob()); out.Err == nil || permanent(out) != "" {
+			t.Errorf("410 without permanent_status: %v, want a failure to retry", out.Err)
+		}
+	})
+	t.Run("Certificate error", func(t *testing.T) {
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+		srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake
+		srv.StartTLS()
+		defer srv.Close()
+		qt := mustTargets(t, config.Target{Name: "web", URL: srv.URL, PermanentStatus: []int{410}})["web"]
+		out := qt.Handler.Handle(context.Background(), testJob())
+		if out.Err == nil || !strings.Contains(out.Err.Error(), "certificate") {
+			t.Fatalf("error %v, want a certificate error", out.Err)
+		}
+		if got := permanent(out); got != "" {
+			t.Errorf("certificate error: permanent reason %q, want none: a renewed certificate mends it", got)
 		}
 	})
 }
