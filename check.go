@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"hookbox/config"
+	"hookbox/handlers"
 	"hookbox/internal/cli"
 )
 
@@ -53,7 +54,7 @@ func (c *CheckCommand) Run(ctx context.Context, args []string) error {
 	if note := storeNote(cfg.Store.Path); note != "" {
 		fmt.Fprintln(c.Stdout, "note: "+note)
 	}
-	for _, note := range programNotes(cfg) {
+	for _, note := range handlers.ProgramNotes(cfg) {
 		fmt.Fprintln(c.Stdout, "note: "+note)
 	}
 	return nil

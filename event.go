@@ -95,6 +95,9 @@ func (c *EventCommand) print(e view.Detail) {
 	}
 	for _, d := range e.Deliveries {
 		fmt.Fprintf(w, "  %s: %s after %d attempt(s)", d.Target, d.Status, d.Attempts)
+		if d.DeadReason != "" {
+			fmt.Fprintf(w, " (%s)", p(d.DeadReason))
+		}
 		if d.NextAt != "" {
 			fmt.Fprintf(w, ", next at %s", d.NextAt)
 		}

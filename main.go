@@ -21,6 +21,7 @@ import (
 
 	"hookbox/config"
 	"hookbox/dedupe"
+	"hookbox/handlers"
 	"hookbox/inbox"
 	"hookbox/internal/cli"
 	"hookbox/metrics"
@@ -108,13 +109,13 @@ func (m *Main) Run(ctx context.Context) (err error) {
 
 	m.Queue.WarnUnknownTargets(ctx, m.Config.TargetNames(), m.component("queue"))
 	qlog := m.component("queue")
-	for _, note := range programNotes(m.Config) {
+	for _, note := range handlers.ProgramNotes(m.Config) {
 		qlog.Warn().Msg(note)
 	}
 	// Before the pool retries what the previous process left running: a
 	// command attempt it started may still run, and must not overlap its
 	// rerun.
-	m.stopLeftovers(ctx, m.storeID)
+	handlers.StopRunningLeftovers(ctx, m.storeID, m.Queue.Running, qlog)
 	if err := m.Pool.Start(ctx); err != nil {
 		return err
 	}
@@ -171,18 +172,14 @@ func (m *Main) openStore() error {
 // buildDelivery builds the targets, the alerter and the worker pool.
 func (m *Main) buildDelivery() error {
 	cfg := m.Config
-	targets, err := buildTargets(cfg, m.storeID)
+	targets, err := handlers.Targets(cfg, m.storeID)
 	if err != nil {
 		return err
 	}
-	notifier, err := buildNotifier(cfg.Alert)
-	if err != nil {
-		return err
-	}
-	if notifier != nil {
+	if notifier := handlers.Notifier(cfg.Alert); notifier != nil {
 		m.Alerter = queue.NewAlerter(m.Queue, notifier, m.component("alert"), m.Now)
 		if m.AlertBackoff > 0 {
-			m.Alerter.Backoff = m.AlertBackoff
+			m.Alerter.Backoff.Base = m.AlertBackoff
 		}
 	}
 	m.Pool = queue.NewPool(m.Queue, queue.PoolConfig{
@@ -190,7 +187,7 @@ func (m *Main) buildDelivery() error {
 		MaxAttempts: cfg.Delivery.MaxAttempts,
 		Lease:       cfg.Delivery.Lease.D(),
 		Grace:       cfg.Delivery.Grace.D(),
-		Retry:       queue.Retry{Backoff: cfg.Delivery.Backoff.D(), MaxBackoff: cfg.Delivery.MaxBackoff.D()},
+		Retry:       queue.Backoff{Base: cfg.Delivery.Backoff.D(), Max: cfg.Delivery.MaxBackoff.D(), Jitter: 0.2},
 		Targets:     targets,
 		Alerting:    m.Alerter != nil,
 		OnDead: func() {

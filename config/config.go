@@ -115,6 +115,9 @@ type Target struct {
 	Timeout     Duration          `toml:"timeout"`      // default 10s for URL, 30s for Command
 	Events      []string          `toml:"events"`       // globs on the event type (MatchType); empty = all
 	MaxAttempts int               `toml:"max_attempts"` // 0 = delivery.max_attempts
+	// PermanentStatus lists the HTTP answers of a URL target that mean no
+	// retry can succeed: such a delivery goes dead at once. None by default.
+	PermanentStatus []int `toml:"permanent_status"`
 }
 
 // SourceNames returns the names of the sources t receives from.

@@ -376,6 +376,13 @@ func TestParse_Validation(t *testing.T) {
 		{"Target events empty pattern", srcStripe + tgt + "url = \"http://127.0.0.1/\"\nevents = [\"\"]\n", "target[t].events", ""},
 		{"Target max attempts negative", srcStripe + tgt + "url = \"http://127.0.0.1/\"\nmax_attempts = -1\n", "target[t].max_attempts", "-1"},
 		{"Target command wrong type", srcStripe + tgt + "command = \"/bin/true\"\n", "target[t].command", "/bin/true"},
+		{"Target permanent status below 100", srcStripe + tgt + "url = \"http://127.0.0.1/\"\npermanent_status = [410, 99]\n", "target[t].permanent_status", "99"},
+		{"Target permanent status above 599", srcStripe + tgt + "url = \"http://127.0.0.1/\"\npermanent_status = [600]\n", "target[t].permanent_status", "600"},
+		{"Target permanent status 2xx", srcStripe + tgt + "url = \"http://127.0.0.1/\"\npermanent_status = [422, 204]\n", "target[t].permanent_status", "204"},
+		{"Target permanent status twice", srcStripe + tgt + "url = \"http://127.0.0.1/\"\npermanent_status = [410, 410]\n", "target[t].permanent_status", "410"},
+		{"Target permanent status not a list", srcStripe + tgt + "url = \"http://127.0.0.1/\"\npermanent_status = 410\n", "target[t].permanent_status", "410"},
+		{"Target permanent status strings", srcStripe + tgt + "url = \"http://127.0.0.1/\"\npermanent_status = [\"410\"]\n", "target[t].permanent_status", ""},
+		{"Target permanent status on command", srcStripe + tgt + "command = [\"/bin/true\"]\npermanent_status = [410]\n", "target[t].permanent_status", ""},
 
 		// Unknown keys
 		{"Unknown section", "[sever]\nlisten = \"x\"\n", "sever", ""},
@@ -811,5 +818,26 @@ func TestMatchType_Slash(t *testing.T) {
 		if got := config.MatchType(c.pat, c.typ); got != c.want {
 			t.Errorf("MatchType(%q, %q) = %v, want %v", c.pat, c.typ, got, c.want)
 		}
+	}
+}
+
+// permanent_status lists the URL answers that fail a delivery for good;
+// none by default, and a value of the wrong type says what it wants.
+func TestParse_PermanentStatus(t *testing.T) {
+	const tgt = "\n[[target]]\nname = \"t\"\nsource = \"s\"\nurl = \"http://127.0.0.1/\"\n"
+	cfg, err := config.Parse("c.toml", []byte(srcStripe+tgt+"permanent_status = [410, 422]\n"+
+		"[[target]]\nname = \"u\"\nsource = \"s\"\nurl = \"http://127.0.0.1/\"\n"), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cfg.Targets[0].PermanentStatus, []int{410, 422}; !slices.Equal(got, want) {
+		t.Errorf("target[t].permanent_status = %v, want %v", got, want)
+	}
+	if got := cfg.Targets[1].PermanentStatus; len(got) != 0 {
+		t.Errorf("target[u].permanent_status = %v, want none by default", got)
+	}
+	_, err = config.Parse("c.toml", []byte(srcStripe+tgt+"permanent_status = 410\n"), env(nil))
+	if ps := problems(t, err); len(ps) != 1 || ps[0].Msg != "want an array of integers, got an integer" {
+		t.Errorf("permanent_status = 410: %v, want one problem saying an array of integers is wanted", err)
 	}
 }

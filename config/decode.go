@@ -379,6 +379,9 @@ func goTypeName(t reflect.Type) string {
 	case reflect.Bool:
 		return "a boolean"
 	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Int {
+			return "an array of integers"
+		}
 		return "an array of strings"
 	case reflect.Map:
 		return "a table of strings"

@@ -454,6 +454,19 @@ func validateTarget(sc scope, t *Target, sources []Source) {
 		}
 	default:
 		checkCommand(sc, t.Command)
+		if sc.present("permanent_status", t.PermanentStatus != nil) {
+			sc.add("permanent_status", "", "only for url targets (a command exits 65, EX_DATAERR, to fail permanently)")
+		}
+	}
+	for i, code := range t.PermanentStatus {
+		switch {
+		case code < 100 || code > 599:
+			sc.add("permanent_status", strconv.Itoa(code), "want an HTTP status from 100 to 599")
+		case code >= 200 && code < 300:
+			sc.add("permanent_status", strconv.Itoa(code), "a 2xx answer is a success, never a failure")
+		case slices.Contains(t.PermanentStatus[:i], code):
+			sc.add("permanent_status", strconv.Itoa(code), "listed twice")
+		}
 	}
 	for _, name := range sortedKeys(t.Env) {
 		if !envNameRe.MatchString(name) {

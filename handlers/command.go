@@ -28,6 +28,9 @@ const (
 	defaultPath = "/usr/local/bin:/usr/bin:/bin"
 	// exTempFail is sysexits.h EX_TEMPFAIL: the command asks to be tried again later.
 	exTempFail = 75
+	// exDataErr is sysexits.h EX_DATAERR: the command says this event can never
+	// succeed, so retrying it is pointless.
+	exDataErr = 65
 )
 
 // Command delivers by running a local program from an argv, never through a shell,
@@ -47,7 +50,7 @@ type Command struct {
 // NewCommand returns a target that runs argv with env added to its environment, each
 // attempt bounded by timeout (DefaultTimeout if timeout <= 0). PATH and HOME are taken
 // from the parent's environment now; env may override them. An empty argv is not
-// reported here but by every Deliver and Run, as a non-temporary *Error.
+// reported here but by every Deliver and Run, as an *Error.
 func NewCommand(argv []string, env map[string]string, timeout time.Duration) *Command {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -72,7 +75,7 @@ func NewCommand(argv []string, env map[string]string, timeout time.Duration) *Co
 // Deliver runs the command with d.Body on stdin and HOOKBOX_EVENT_ID, HOOKBOX_SOURCE,
 // HOOKBOX_EVENT_TYPE, HOOKBOX_ATTEMPT and HOOKBOX_RECEIVED_AT in its environment. Exit
 // status 0 is success. Any other exit, a timeout, a canceled ctx, or a command that
-// cannot start returns a non-nil *Error; exit 75 (EX_TEMPFAIL) is marked Temporary.
+// cannot start returns a non-nil *Error; only exit 65 (EX_DATAERR) is Permanent.
 func (c *Command) Deliver(ctx context.Context, d Delivery) (Result, error) {
 	// Set after the target's env, so a target cannot mask what hookbox promises the program.
 	vars := []string{
@@ -134,7 +137,7 @@ func (c *Command) run(ctx context.Context, vars []string, stdin []byte) (Result,
 	if err := cmd.Start(); err != nil {
 		res.Duration = time.Since(start)
 		if ctx.Err() != nil {
-			return res, &Error{Msg: "canceled", Temporary: true, Err: ctx.Err()}
+			return res, &Error{Msg: "canceled", Err: ctx.Err()}
 		}
 		return res, startError(c.argv[0], err)
 	}
@@ -150,20 +153,23 @@ func (c *Command) run(ctx context.Context, vars []string, stdin []byte) (Result,
 
 	if interrupted.Load() {
 		if ctx.Err() != nil {
-			return res, &Error{Msg: "canceled", Temporary: true, Err: ctx.Err()}
+			return res, &Error{Msg: "canceled", Err: ctx.Err()}
 		}
-		return res, &Error{Msg: "timeout after " + c.timeout.String(), Temporary: true, Err: context.DeadlineExceeded}
+		return res, &Error{Msg: "timeout after " + c.timeout.String(), Err: context.DeadlineExceeded}
 	}
 	if cmd.ProcessState == nil {
-		return res, &Error{Msg: waitErr.Error(), Temporary: true, Err: waitErr}
+		return res, &Error{Msg: waitErr.Error(), Err: waitErr}
 	}
 	// exec.ErrWaitDelay after a clean exit only means a leftover process held the output
 	// pipe past the grace; the program itself succeeded.
 	if cmd.ProcessState.Success() {
 		return res, nil
 	}
-	if res.ExitCode == exTempFail {
-		return res, &Error{Msg: "exit status 75 (temporary failure)", Temporary: true, Err: waitErr}
+	switch res.ExitCode {
+	case exTempFail:
+		return res, &Error{Msg: "exit status 75 (temporary failure)", Err: waitErr}
+	case exDataErr:
+		return res, &Error{Msg: "exit status 65 (permanent failure)", Permanent: true, Err: waitErr}
 	}
 	return res, &Error{Msg: cmd.ProcessState.String(), Err: waitErr}
 }
@@ -244,5 +250,5 @@ func startError(name string, err error) *Error {
 	case errors.Is(err, fs.ErrPermission):
 		return &Error{Msg: "command not executable: " + name, Err: err}
 	}
-	return &Error{Msg: "start " + name + ": " + err.Error(), Temporary: true, Err: err}
+	return &Error{Msg: "start " + name + ": " + err.Error(), Err: err}
 }

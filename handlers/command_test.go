@@ -139,11 +139,13 @@ func TestCommand_Deliver(t *testing.T) {
 		for _, tt := range []struct {
 			code      int
 			msg       string
-			temporary bool
+			permanent bool
 		}{
 			{0, "", false},
+			{1, "exit status 1", false},
 			{3, "exit status 3", false},
-			{75, "exit status 75 (temporary failure)", true},
+			{65, "exit status 65 (permanent failure)", true},
+			{75, "exit status 75 (temporary failure)", false},
 		} {
 			t.Run(strconv.Itoa(tt.code), func(t *testing.T) {
 				cmd := handlers.NewCommand([]string{script, strconv.Itoa(tt.code)}, nil, 10*time.Second)
@@ -161,8 +163,8 @@ func TestCommand_Deliver(t *testing.T) {
 					return
 				}
 				he := mustError(t, err)
-				if he.Msg != tt.msg || he.Temporary != tt.temporary {
-					t.Errorf("msg=%q temporary=%v, want %q %v", he.Msg, he.Temporary, tt.msg, tt.temporary)
+				if he.Msg != tt.msg || he.Permanent != tt.permanent {
+					t.Errorf("msg=%q permanent=%v, want %q %v", he.Msg, he.Permanent, tt.msg, tt.permanent)
 				}
 			})
 		}
@@ -183,8 +185,8 @@ func TestCommand_Deliver(t *testing.T) {
 				res, err := cmd.Deliver(context.Background(), testDelivery())
 				elapsed := time.Since(start)
 				he := mustError(t, err)
-				if he.Msg != "timeout after 300ms" || !he.Temporary {
-					t.Errorf("msg=%q temporary=%v, want %q true", he.Msg, he.Temporary, "timeout after 300ms")
+				if he.Msg != "timeout after 300ms" || he.Permanent {
+					t.Errorf("msg=%q permanent=%v, want %q false", he.Msg, he.Permanent, "timeout after 300ms")
 				}
 				if res.ExitCode != -1 {
 					t.Errorf("exit code=%d, want -1", res.ExitCode)
@@ -245,8 +247,8 @@ func TestCommand_Deliver(t *testing.T) {
 		for _, name := range []string{filepath.Join(t.TempDir(), "no-such-program"), "hookbox-no-such-program"} {
 			res, err := handlers.NewCommand([]string{name}, nil, time.Second).Deliver(context.Background(), testDelivery())
 			he := mustError(t, err)
-			if !strings.Contains(he.Msg, "not found") || !strings.Contains(he.Msg, name) || he.Temporary {
-				t.Errorf("msg=%q temporary=%v, want a non-temporary \"not found\" naming %q", he.Msg, he.Temporary, name)
+			if !strings.Contains(he.Msg, "not found") || !strings.Contains(he.Msg, name) || he.Permanent {
+				t.Errorf("msg=%q permanent=%v, want a retried \"not found\" naming %q", he.Msg, he.Permanent, name)
 			}
 			if res.ExitCode != -1 {
 				t.Errorf("exit code=%d, want -1", res.ExitCode)
@@ -270,8 +272,8 @@ func TestCommand_Deliver(t *testing.T) {
 		} {
 			t.Run(name, func(t *testing.T) {
 				_, err := handlers.NewCommand(tt.argv, tt.env, time.Second).Deliver(context.Background(), tt.d)
-				if he := mustError(t, err); he.Temporary || he.Msg == "" {
-					t.Errorf("msg=%q temporary=%v, want a message and false", he.Msg, he.Temporary)
+				if he := mustError(t, err); he.Permanent || he.Msg == "" {
+					t.Errorf("msg=%q permanent=%v, want a message and false", he.Msg, he.Permanent)
 				}
 			})
 		}

@@ -1,9 +1,12 @@
 // Package handlers runs one delivery attempt against a target: a URL or a local command.
+// It also builds, from the config, the queue's targets (Targets), the alert notifier
+// (Notifier) and the notes on programs that cannot run (ProgramNotes), and stops the
+// commands a killed hookbox left running (StopRunningLeftovers).
 //
 // A target never sees more than one attempt at a time from this package's point of view;
 // scheduling, retries and dead-lettering belong to the caller. Every failed attempt comes
-// back as an *Error, which says whether the failure looks temporary and whether the target
-// asked for a later retry.
+// back as an *Error, which says whether the target said that no retry can succeed
+// (Permanent) and whether it asked for a later retry.
 package handlers
 
 import (
@@ -37,12 +40,16 @@ type Result struct {
 	Duration time.Duration // from the start of the attempt to its end
 }
 
-// Error is a failed attempt. The worker retries every failure until max attempts;
-// RetryAfter > 0 asks for a later retry (Retry-After header).
+// Error is a failed attempt. Every failure is retried until max attempts but a
+// Permanent one, which only the target can declare: a command's exit 65 (EX_DATAERR),
+// or an HTTP status the URL target was given as permanent. Anything else (a timeout,
+// a refused connection, a bad certificate, a missing program) may mend with time or a
+// fix on the other side, and is retried. RetryAfter > 0 asks for a later retry
+// (Retry-After header).
 type Error struct {
 	Msg        string        // short, e.g. "status 503", "exit status 3", "timeout after 10s", "connection refused"
 	RetryAfter time.Duration // from the target's Retry-After, 0 if none
-	Temporary  bool          // exit 75 (EX_TEMPFAIL) or HTTP 408/429/5xx/timeouts/network errors
+	Permanent  bool          // the target said no retry can succeed
 	Err        error         // underlying, may be nil
 }
 

@@ -3,13 +3,13 @@ package handlers
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,20 +30,22 @@ const (
 // URL delivers to an HTTP(S) endpoint with a POST. It is safe for concurrent use; its
 // connections are pooled per URL value.
 type URL struct {
-	raw     string
-	err     error // from NewURL's checks, returned by every attempt
-	timeout time.Duration
-	client  *http.Client
+	raw       string
+	err       error // from NewURL's checks, returned by every attempt
+	timeout   time.Duration
+	permanent []int // statuses that fail permanently
+	client    *http.Client
 }
 
 // NewURL returns a target that POSTs to rawURL, each attempt bounded by timeout
-// (DefaultTimeout if timeout <= 0). An unusable rawURL is not reported here but by
-// every Deliver and Post, as a non-temporary *Error.
-func NewURL(rawURL string, timeout time.Duration) *URL {
+// (DefaultTimeout if timeout <= 0). An answer with one of the permanent statuses
+// fails as a Permanent *Error; any other non-2xx answer, as one to retry. An
+// unusable rawURL is not reported here but by every Deliver and Post, as an *Error.
+func NewURL(rawURL string, timeout time.Duration, permanent ...int) *URL {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	u := &URL{raw: rawURL, timeout: timeout}
+	u := &URL{raw: rawURL, timeout: timeout, permanent: slices.Clone(permanent)}
 	switch p, err := url.Parse(rawURL); {
 	case err != nil:
 		// url.Error repeats the URL, which may carry credentials; keep only the reason.
@@ -138,10 +140,13 @@ func (u *URL) post(ctx context.Context, contentType string, body []byte, h http.
 	}
 	e := &Error{
 		Msg:        "status " + strconv.Itoa(resp.StatusCode),
-		Temporary:  temporaryStatus(resp.StatusCode),
+		Permanent:  slices.Contains(u.permanent, resp.StatusCode),
 		RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()),
 	}
-	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+	switch {
+	case e.Permanent:
+		e.Msg += " (permanent_status)"
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
 		e.Msg += " (redirects are not followed)"
 	}
 	return res, e
@@ -150,27 +155,28 @@ func (u *URL) post(ctx context.Context, contentType string, body []byte, h http.
 // requestError turns a failed client.Do into the short message users see.
 func (u *URL) requestError(ctx context.Context, err error) *Error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
-		return &Error{Msg: "canceled", Temporary: true, Err: ctxErr}
+		return &Error{Msg: "canceled", Err: ctxErr}
 	}
 	var ne net.Error
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return &Error{Msg: "timeout after " + u.timeout.String(), Temporary: true, Err: err}
+		return &Error{Msg: "timeout after " + u.timeout.String(), Err: err}
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) {
-		return &Error{Msg: "connection refused", Temporary: true, Err: err}
+		return &Error{Msg: "connection refused", Err: err}
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
 		// net/http says only "EOF" or "connection reset by peer".
-		return &Error{Msg: "the target closed the connection without answering", Temporary: true, Err: err}
+		return &Error{Msg: "the target closed the connection without answering", Err: err}
 	}
 	msg := err.Error()
 	if ue := (*url.Error)(nil); errors.As(err, &ue) {
 		// Drop the `Post "http://…":` prefix; the target's URL is shown next to the error anyway.
 		msg = ue.Err.Error()
 	}
-	// A certificate the target will keep presenting is a configuration problem, not a blip.
-	var certErr *tls.CertificateVerificationError
-	return &Error{Msg: msg, Temporary: !errors.As(err, &certErr), Err: err}
+	// A certificate error stays retried: a certificate that expired or does not
+	// match is mended on the target's side (a renewal, a fixed name) and the
+	// delivery then goes through; giving up at once would lose it for good.
+	return &Error{Msg: msg, Err: err}
 }
 
 // readBounded keeps the head of a response body and drains a bounded amount more, so a
@@ -196,10 +202,6 @@ func readBounded(body io.Reader) string {
 // keepBufs holds the buffers readBounded reads a response's head into: most
 // answers are a few bytes, and a fresh 4 KiB buffer a delivery is garbage.
 var keepBufs = sync.Pool{New: func() any { return new([responseKeep]byte) }}
-
-func temporaryStatus(code int) bool {
-	return code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500
-}
 
 // parseRetryAfter reads delay-seconds or an HTTP-date (RFC 9110 §10.2.3). Garbage,
 // negative and past values give 0; anything longer than maxRetryAfter is capped.

@@ -123,8 +123,8 @@ func TestURL_Deliver(t *testing.T) {
 			d := testDelivery()
 			d.EventID = id
 			_, err := u.Deliver(context.Background(), d)
-			if he := mustError(t, err); he.Temporary {
-				t.Errorf("event id %q: temporary=true, want false", id)
+			if he := mustError(t, err); he.Permanent {
+				t.Errorf("event id %q: permanent=true, want false (retried)", id)
 			}
 		}
 		select {
@@ -134,27 +134,52 @@ func TestURL_Deliver(t *testing.T) {
 		}
 	})
 
-	t.Run("Server error is temporary", func(t *testing.T) {
+	t.Run("Server error is retried", func(t *testing.T) {
 		srv, _ := mustServer(t, func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "boom", http.StatusInternalServerError)
 		})
 		res, err := handlers.NewURL(srv.URL, 5*time.Second).Deliver(context.Background(), testDelivery())
 		he := mustError(t, err)
-		if he.Msg != "status 500" || !he.Temporary {
-			t.Errorf("error msg=%q temporary=%v, want %q true", he.Msg, he.Temporary, "status 500")
+		if he.Msg != "status 500" || he.Permanent {
+			t.Errorf("error msg=%q permanent=%v, want %q false", he.Msg, he.Permanent, "status 500")
 		}
 		if res.Status != 500 || res.Output != "boom\n" {
 			t.Errorf("result status=%d output=%q, want 500 %q", res.Status, res.Output, "boom\n")
 		}
 	})
 
-	t.Run("Client error is permanent", func(t *testing.T) {
+	t.Run("Client error is retried", func(t *testing.T) {
 		srv, _ := mustServer(t, func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusBadRequest)
 		})
 		_, err := handlers.NewURL(srv.URL, 5*time.Second).Deliver(context.Background(), testDelivery())
-		if he := mustError(t, err); he.Msg != "status 400" || he.Temporary {
-			t.Errorf("error msg=%q temporary=%v, want %q false", he.Msg, he.Temporary, "status 400")
+		if he := mustError(t, err); he.Msg != "status 400" || he.Permanent {
+			t.Errorf("error msg=%q permanent=%v, want %q false", he.Msg, he.Permanent, "status 400")
+		}
+	})
+
+	t.Run("Permanent status", func(t *testing.T) {
+		for _, tt := range []struct {
+			status    int
+			msg       string
+			permanent bool
+		}{
+			{410, "status 410 (permanent_status)", true},
+			{422, "status 422 (permanent_status)", true},
+			{400, "status 400", false},
+			{404, "status 404", false},
+			{500, "status 500", false},
+		} {
+			srv, _ := mustServer(t, func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(tt.status)
+			})
+			res, err := handlers.NewURL(srv.URL, 5*time.Second, 410, 422).Deliver(context.Background(), testDelivery())
+			if he := mustError(t, err); he.Msg != tt.msg || he.Permanent != tt.permanent {
+				t.Errorf("status %d: msg=%q permanent=%v, want %q %v", tt.status, he.Msg, he.Permanent, tt.msg, tt.permanent)
+			}
+			if res.Status != tt.status {
+				t.Errorf("result status=%d, want %d", res.Status, tt.status)
+			}
 		}
 	})
 
@@ -205,8 +230,8 @@ func TestURL_Deliver(t *testing.T) {
 				if he.RetryAfter < tt.min || he.RetryAfter > tt.max {
 					t.Errorf("RetryAfter=%v, want in [%v, %v]", he.RetryAfter, tt.min, tt.max)
 				}
-				if !he.Temporary {
-					t.Errorf("temporary=false, want true for status %d", tt.status)
+				if he.Permanent {
+					t.Errorf("permanent=true, want false for status %d", tt.status)
 				}
 			})
 		}
@@ -226,8 +251,8 @@ func TestURL_Deliver(t *testing.T) {
 		_, err := handlers.NewURL(srv.URL, timeout).Deliver(context.Background(), testDelivery())
 		elapsed := time.Since(start)
 		he := mustError(t, err)
-		if he.Msg != "timeout after 200ms" || !he.Temporary {
-			t.Errorf("msg=%q temporary=%v, want %q true", he.Msg, he.Temporary, "timeout after 200ms")
+		if he.Msg != "timeout after 200ms" || he.Permanent {
+			t.Errorf("msg=%q permanent=%v, want %q false", he.Msg, he.Permanent, "timeout after 200ms")
 		}
 		if elapsed < timeout || elapsed > timeout+time.Second {
 			t.Errorf("returned after %v, want about %v", elapsed, timeout)
@@ -243,8 +268,8 @@ func TestURL_Deliver(t *testing.T) {
 		ln.Close()
 		res, err := handlers.NewURL("http://"+addr+"/", 5*time.Second).Deliver(context.Background(), testDelivery())
 		he := mustError(t, err)
-		if he.Msg != "connection refused" || !he.Temporary {
-			t.Errorf("msg=%q temporary=%v, want %q true", he.Msg, he.Temporary, "connection refused")
+		if he.Msg != "connection refused" || he.Permanent {
+			t.Errorf("msg=%q permanent=%v, want %q false", he.Msg, he.Permanent, "connection refused")
 		}
 		if res.Status != 0 {
 			t.Errorf("status=%d, want 0", res.Status)
@@ -269,8 +294,8 @@ func TestURL_Deliver(t *testing.T) {
 		}()
 		_, err = handlers.NewURL("http://"+ln.Addr().String()+"/", 5*time.Second).Deliver(context.Background(), testDelivery())
 		he := mustError(t, err)
-		if want := "the target closed the connection without answering"; he.Msg != want || !he.Temporary {
-			t.Errorf("msg=%q temporary=%v, want %q true", he.Msg, he.Temporary, want)
+		if want := "the target closed the connection without answering"; he.Msg != want || he.Permanent {
+			t.Errorf("msg=%q permanent=%v, want %q false", he.Msg, he.Permanent, want)
 		}
 	})
 
@@ -322,8 +347,8 @@ func TestURL_Deliver(t *testing.T) {
 	t.Run("Invalid URL", func(t *testing.T) {
 		for _, raw := range []string{"", "ftp://example.com/x", "http://", "::not a url"} {
 			_, err := handlers.NewURL(raw, time.Second).Deliver(context.Background(), testDelivery())
-			if he := mustError(t, err); he.Temporary || !strings.HasPrefix(he.Msg, "invalid url") {
-				t.Errorf("url %q: msg=%q temporary=%v, want %q false", raw, he.Msg, he.Temporary, "invalid url…")
+			if he := mustError(t, err); he.Permanent || !strings.HasPrefix(he.Msg, "invalid url") {
+				t.Errorf("url %q: msg=%q permanent=%v, want %q false", raw, he.Msg, he.Permanent, "invalid url…")
 			}
 		}
 	})

@@ -35,7 +35,9 @@ type Alerter struct {
 	log      zerolog.Logger
 	now      func() time.Time
 	MaxTries int
-	Backoff  time.Duration
+	// Backoff is the wait after each failed try (by default 5s, doubling,
+	// uncapped: with 5 tries the last wait is 40s).
+	Backoff Backoff
 
 	wake   chan struct{}
 	cancel context.CancelFunc
@@ -62,7 +64,7 @@ func NewAlerter(q *Queue, n Notifier, log zerolog.Logger, now func() time.Time) 
 	if now == nil {
 		now = time.Now
 	}
-	return &Alerter{q: q, n: n, log: log, now: now, MaxTries: 5, Backoff: 5 * time.Second, wake: make(chan struct{}, 1)}
+	return &Alerter{q: q, n: n, log: log, now: now, MaxTries: 5, Backoff: Backoff{Base: 5 * time.Second}, wake: make(chan struct{}, 1)}
 }
 
 // Wake asks the alerter to look for due alerts now. It never blocks.
@@ -130,7 +132,7 @@ func (a *Alerter) sendDue(ctx context.Context) {
 					gaveUp = true
 					a.log.Error().Err(err).Int64("event", d.Event).Str("target", d.Target).Msg("alert failed; giving up")
 				} else {
-					next = a.now().Add(a.Backoff << (tries - 1))
+					next = a.now().Add(a.Backoff.Delay(tries))
 					a.log.Warn().Err(err).Int64("event", d.Event).Str("target", d.Target).Msg("alert failed; will retry")
 				}
 			}

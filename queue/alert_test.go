@@ -100,7 +100,7 @@ func TestAlerter_RevivedDuringSendIsNotAlertedAgain(t *testing.T) {
 	}
 	n := &notifier{block: make(chan error)}
 	a := queue.NewAlerter(q, n, zerolog.Nop(), nil)
-	a.Backoff = time.Millisecond
+	a.Backoff.Base = time.Millisecond
 	a.Start(context.Background())
 	defer a.Stop()
 	waitFor(t, "the alert is on its way", func() bool { return n.sent.Load() > 0 })

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -25,7 +24,9 @@ type HandlerFunc func(ctx context.Context, j *Job) Outcome
 // Handle calls f.
 func (f HandlerFunc) Handle(ctx context.Context, j *Job) Outcome { return f(ctx, j) }
 
-// Outcome is what a handler reports. Err nil means success.
+// Outcome is what a handler reports. Err nil means success; a failure is
+// retried until the attempt limit unless Err is (or wraps) a
+// *PermanentError.
 type Outcome struct {
 	Err        error
 	RetryAfter time.Duration // the target asked to wait at least this long
@@ -34,43 +35,38 @@ type Outcome struct {
 	Output     string
 }
 
+// PermanentError is a failure that no retry can mend, as the target said
+// (a command's exit 65, an HTTP status the target lists in
+// permanent_status). The pool puts its delivery dead at once, with its
+// alert, without spending the remaining attempts. A handler returns one,
+// wrapped or not, as Outcome.Err; the pool finds it with errors.As.
+type PermanentError struct {
+	Reason string // what made it permanent, for people: "exit 65", "status 410"
+	Err    error  // the failure, recorded as the attempt's error
+}
+
+// Permanent marks err as a failure no retry can mend, for reason.
+func Permanent(reason string, err error) error {
+	return &PermanentError{Reason: reason, Err: err}
+}
+
+// Error is the failure's own message: the attempt records what happened,
+// the delivery's dead reason says that it was permanent.
+func (e *PermanentError) Error() string {
+	if e.Err == nil {
+		return "permanent failure: " + e.Reason
+	}
+	return e.Err.Error()
+}
+
+// Unwrap returns the failure.
+func (e *PermanentError) Unwrap() error { return e.Err }
+
 // Target is one configured destination.
 type Target struct {
 	Name        string
 	MaxAttempts int
 	Handler     Handler
-}
-
-// Retry computes the wait before attempt n+1 after n failed attempts.
-type Retry struct {
-	Backoff    time.Duration
-	MaxBackoff time.Duration
-	// Jitter returns a factor in [0.8, 1.2); nil uses math/rand.
-	Jitter func() float64
-}
-
-// Delay is Backoff·2^(n−1) with ±20% jitter, capped at MaxBackoff.
-func (r Retry) Delay(n int) time.Duration {
-	if n < 1 {
-		n = 1
-	}
-	d := r.Backoff
-	for i := 1; i < n && d < r.MaxBackoff; i++ {
-		if d > r.MaxBackoff/2 {
-			d = r.MaxBackoff // doubling a cap near the largest duration would overflow
-			break
-		}
-		d *= 2
-	}
-	d = min(d, r.MaxBackoff)
-	j := 0.8 + 0.4*rand.Float64()
-	if r.Jitter != nil {
-		j = r.Jitter()
-	}
-	if f := float64(d) * j; f < float64(r.MaxBackoff) {
-		return time.Duration(f)
-	}
-	return r.MaxBackoff
 }
 
 // PoolConfig configures a Pool.
@@ -80,8 +76,10 @@ type PoolConfig struct {
 	Lease       time.Duration
 	// Grace is how long running attempts may finish once Stop is called
 	// before their contexts are cancelled and they are released.
-	Grace   time.Duration
-	Retry   Retry
+	Grace time.Duration
+	// Retry is the wait before each retry of a failed attempt (a longer
+	// Retry-After from the target wins).
+	Retry   Backoff
 	Targets []Target
 	// Alerting says whether dead deliveries queue an alert.
 	Alerting bool
@@ -370,19 +368,25 @@ func (p *Pool) run(j *Job) {
 	if out.Err != nil {
 		f.Attempt.Outcome = "failed"
 		f.Attempt.Error = out.Err.Error()
+		var perm *PermanentError
 		switch {
 		case p.runCtx.Err() != nil:
 			// Cancelled by shutdown: not the target's fault.
 			f.Release = true
 			f.Attempt.Outcome = "interrupted"
 			f.Attempt.Error = "interrupted by shutdown: " + f.Attempt.Error
-		case j.Attempt >= p.maxAttempts(j.Target) || j.Swept || !p.configured(j.Target):
+		case errors.As(out.Err, &perm):
+			f.Dead, f.Reason = true, "permanent: "+perm.Reason
+		case j.Swept:
 			// A swept payload is gone for good, and a target the config no
 			// longer names stays gone until a restart with it: no retry can
 			// succeed, so no waiting out the backoff (replay --dead runs it
 			// once the target is back).
+			f.Dead, f.Reason = true, "payload removed by retention"
+		case !p.configured(j.Target):
+			f.Dead, f.Reason = true, "target no longer configured"
+		case j.Attempt >= p.maxAttempts(j.Target):
 			f.Dead = true
-			f.AlertDue = p.cfg.Alerting
 		default:
 			delay := p.cfg.Retry.Delay(j.Attempt)
 			if out.RetryAfter > delay {
@@ -390,6 +394,7 @@ func (p *Pool) run(j *Job) {
 			}
 			f.Next = now.Add(delay)
 		}
+		f.AlertDue = f.Dead && p.cfg.Alerting
 	}
 	// The final write must survive shutdown: it is what keeps a success
 	// from being run again, and a failure from being lost. It joins the next
@@ -432,7 +437,11 @@ func (p *Pool) recorded(j *Job, f Finish, out Outcome, err error) {
 	case f.Release:
 		jobLog(p.log.Info(), j).Msg("attempt interrupted by shutdown; released")
 	case f.Dead:
-		jobLog(p.log.Error(), j).Str("error", f.Attempt.Error).Msg("delivery is dead")
+		e := jobLog(p.log.Error(), j).Str("error", f.Attempt.Error)
+		if f.Reason != "" {
+			e = e.Str("reason", f.Reason)
+		}
+		e.Msg("delivery is dead")
 		if p.cfg.OnDead != nil {
 			p.cfg.OnDead()
 		}
@@ -443,7 +452,8 @@ func (p *Pool) recorded(j *Job, f Finish, out Outcome, err error) {
 }
 
 // Retrying a result that could not be written waits recordRetryMin, then
-// twice as long each time, up to recordRetryMax.
+// twice as long each time, up to recordRetryMax (without jitter: only this
+// process waits on it).
 const (
 	recordRetryMin = 100 * time.Millisecond
 	recordRetryMax = 5 * time.Second
@@ -457,8 +467,9 @@ const (
 func (p *Pool) recordAgain(j *Job, f Finish, out Outcome) {
 	defer p.pending.Done()
 	done := f.Attempt.StartedAt.Add(f.Attempt.Duration)
-	for wait, tries := recordRetryMin, 1; ; wait, tries = min(2*wait, recordRetryMax), tries+1 {
-		stopping := !sleep(p.runCtx, wait)
+	wait := Backoff{Base: recordRetryMin, Max: recordRetryMax}
+	for tries := 1; ; tries++ {
+		stopping := !sleep(p.runCtx, wait.Delay(tries))
 		err := p.q.Complete(context.WithoutCancel(p.runCtx), j, f, done)
 		if err == nil || errors.Is(err, ErrStale) {
 			if err == nil {

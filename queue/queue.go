@@ -74,7 +74,7 @@ func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, event int64, targets 
 // reset (the sender, or an operator, asks again). Done and queued deliveries
 // are untouched. It returns how many it revived.
 func (q *Queue) ReviveTx(ctx context.Context, tx *sql.Tx, event int64, now time.Time) (int64, error) {
-	r, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = 'pending', attempts = 0, run_at = ?, last_error = '', done_at = NULL
+	r, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = 'pending', attempts = 0, run_at = ?, last_error = '', dead_reason = '', done_at = NULL
 		WHERE event = ? AND status = 'dead'`, now.UnixMilli(), event)
 	if err != nil {
 		return 0, fmt.Errorf("revive deliveries: %w", err)
@@ -174,7 +174,7 @@ func (q *Queue) Replay(ctx context.Context, sel ReplaySelector, now time.Time) (
 				now.UnixMilli(), list); err != nil {
 				return err
 			}
-			res, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = 'pending', attempts = 0, run_at = ?, last_error = '', done_at = NULL
+			res, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = 'pending', attempts = 0, run_at = ?, last_error = '', dead_reason = '', done_at = NULL
 				WHERE id IN (SELECT value FROM json_each(?)) AND `+recheck, now.UnixMilli(), list)
 			if err != nil {
 				return err
@@ -458,7 +458,8 @@ type Attempt struct {
 type Finish struct {
 	Attempt  Attempt
 	Next     time.Time // when to retry, for a failure below the limit
-	Dead     bool      // the failure reached the attempt limit
+	Dead     bool      // the failure reached the attempt limit, or no retry can mend it
+	Reason   string    // with Dead: why before the attempt limit ("permanent: exit 65"); "" at the limit
 	Release  bool      // interrupted by shutdown: due again at once, attempt not counted
 	AlertDue bool      // with Dead: queue an alert
 }
@@ -539,7 +540,7 @@ const (
 	doneSQL    = `UPDATE deliveries SET status = 'done', done_at = ?, last_error = '' WHERE id = ? AND lease_token = ? AND status = 'running'`
 	releaseSQL = `UPDATE deliveries SET status = 'retrying', run_at = ?, attempts = max(attempts - 1, 0), last_error = ?
 		WHERE id = ? AND lease_token = ? AND status = 'running'`
-	deadSQL    = `UPDATE deliveries SET status = 'dead', done_at = ?, last_error = ? WHERE id = ? AND lease_token = ? AND status = 'running'`
+	deadSQL    = `UPDATE deliveries SET status = 'dead', done_at = ?, last_error = ?, dead_reason = ? WHERE id = ? AND lease_token = ? AND status = 'running'`
 	retrySQL   = `UPDATE deliveries SET status = 'retrying', run_at = ?, last_error = ? WHERE id = ? AND lease_token = ? AND status = 'running'`
 	attemptSQL = `INSERT INTO attempts (delivery, attempt, started_at, duration_us, outcome, http_status, exit_code, error, output)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
@@ -558,7 +559,7 @@ func (q *Queue) completeFn(ctx context.Context, j *Job, f Finish, now time.Time,
 		case f.Release:
 			query, args = releaseSQL, []any{now.UnixMilli(), a.Error, j.Delivery, j.Token}
 		case f.Dead:
-			query, args = deadSQL, []any{now.UnixMilli(), a.Error, j.Delivery, j.Token}
+			query, args = deadSQL, []any{now.UnixMilli(), a.Error, f.Reason, j.Delivery, j.Token}
 		}
 		st, err := q.db.Stmt(ctx, tx, query)
 		if err != nil {

@@ -212,7 +212,7 @@ func testClockPastLease(t *testing.T) {
 		Lease:       time.Minute,
 		Grace:       time.Second,
 		Now:         clock,
-		Retry:       queue.Retry{Backoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond},
+		Retry:       queue.Backoff{Base: 10 * time.Millisecond, Max: 20 * time.Millisecond, Jitter: 0.2},
 		Targets:     []queue.Target{{Name: "slow", Handler: handler}},
 		Logger:      zerolog.Nop(),
 	})
@@ -289,7 +289,7 @@ func testManyWorkers(t *testing.T) {
 		MaxAttempts: 5,
 		Lease:       time.Minute,
 		Grace:       time.Second,
-		Retry:       queue.Retry{Backoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond},
+		Retry:       queue.Backoff{Base: 5 * time.Millisecond, Max: 20 * time.Millisecond, Jitter: 0.2},
 		Targets:     []queue.Target{{Name: "a", Handler: handler}, {Name: "b", Handler: handler}},
 		Logger:      zerolog.Nop(),
 	})
@@ -343,7 +343,7 @@ func testOutlastingLease(t *testing.T) {
 		MaxAttempts: 5,
 		Lease:       300 * time.Millisecond,
 		Grace:       time.Second,
-		Retry:       queue.Retry{Backoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond},
+		Retry:       queue.Backoff{Base: 10 * time.Millisecond, Max: 20 * time.Millisecond, Jitter: 0.2},
 		Targets:     []queue.Target{{Name: "slow", Handler: handler}},
 		Logger:      zerolog.Nop(),
 	})
@@ -401,72 +401,6 @@ func testWaitingPastLease(t *testing.T) {
 	}
 }
 
-func TestRetry_Delay(t *testing.T) {
-	const backoff, maxBackoff = time.Second, 10 * time.Second
-	for _, tt := range []struct {
-		n      int
-		jitter float64
-		want   time.Duration
-	}{
-		{n: 0, jitter: 1, want: time.Second}, // treated as the first retry
-		{n: 1, jitter: 1, want: time.Second},
-		{n: 2, jitter: 1, want: 2 * time.Second},
-		{n: 3, jitter: 1, want: 4 * time.Second},
-		{n: 4, jitter: 1, want: 8 * time.Second},
-		{n: 5, jitter: 1, want: maxBackoff},
-		{n: 60, jitter: 1, want: maxBackoff},
-		{n: 1, jitter: 0.8, want: 800 * time.Millisecond},
-		{n: 1, jitter: 1.2, want: 1200 * time.Millisecond},
-		{n: 3, jitter: 0.8, want: 3200 * time.Millisecond},
-		{n: 4, jitter: 1.2, want: 9600 * time.Millisecond},
-		{n: 4, jitter: 1.25, want: maxBackoff}, // jittered past the cap is capped
-		{n: 5, jitter: 0.8, want: 8 * time.Second},
-		{n: 5, jitter: 1.2, want: maxBackoff},
-	} {
-		t.Run(fmt.Sprintf("n=%d jitter=%v", tt.n, tt.jitter), func(t *testing.T) {
-			r := queue.Retry{Backoff: backoff, MaxBackoff: maxBackoff, Jitter: func() float64 { return tt.jitter }}
-			if got := r.Delay(tt.n); got != tt.want {
-				t.Errorf("Delay(%d)=%v, want %v", tt.n, got, tt.want)
-			}
-		})
-	}
-
-	// A cap near the largest duration (max_backoff = "100000d") neither
-	// overflows the doubling nor the jitter into a negative delay.
-	t.Run("Huge cap", func(t *testing.T) {
-		huge := 100000 * 24 * time.Hour
-		for _, j := range []float64{0.8, 1, 1.2} {
-			r := queue.Retry{Backoff: time.Second, MaxBackoff: huge, Jitter: func() float64 { return j }}
-			prev := time.Duration(0)
-			for n := 1; n <= 80; n++ {
-				d := r.Delay(n)
-				if d <= 0 || d > huge || d < prev {
-					t.Fatalf("jitter %v: Delay(%d)=%v after %v, want growing, within (0, %v]", j, n, d, prev, huge)
-				}
-				prev = d
-			}
-			if prev < time.Duration(float64(huge)*0.8) {
-				t.Errorf("jitter %v: Delay(80)=%v, want it to reach the cap's band", j, prev)
-			}
-		}
-	})
-
-	t.Run("Default jitter within 20%", func(t *testing.T) {
-		r := queue.Retry{Backoff: backoff, MaxBackoff: time.Hour}
-		lo, hi := time.Hour, time.Duration(0)
-		for range 2000 {
-			d := r.Delay(2)
-			lo, hi = min(lo, d), max(hi, d)
-		}
-		if lo < 1600*time.Millisecond || hi > 2400*time.Millisecond {
-			t.Errorf("Delay(2) ranged %v–%v, want within 1.6s–2.4s", lo, hi)
-		}
-		if hi-lo < 400*time.Millisecond {
-			t.Errorf("Delay(2) ranged %v–%v, want jitter spread over the ±20%% band", lo, hi)
-		}
-	})
-}
-
 // TestPool_StopReturnsUnstartedJobs: jobs claimed ahead of a busy worker go
 // back to the queue at Stop as they were, attempts not counted, and nothing
 // but the running attempt reaches the target.
@@ -486,7 +420,7 @@ func TestPool_StopReturnsUnstartedJobs(t *testing.T) {
 	})
 	p := queue.NewPool(q, queue.PoolConfig{
 		Workers: 1, MaxAttempts: 5, Lease: time.Minute, Grace: 10 * time.Second,
-		Retry:   queue.Retry{Backoff: time.Second, MaxBackoff: time.Second},
+		Retry:   queue.Backoff{Base: time.Second, Max: time.Second, Jitter: 0.2},
 		Targets: []queue.Target{{Name: "a", Handler: handler}},
 		Logger:  zerolog.Nop(),
 	})
@@ -566,7 +500,7 @@ func startOneWorker(t *testing.T, q *queue.Queue, target string, h queue.Handler
 	t.Helper()
 	p := queue.NewPool(q, queue.PoolConfig{
 		Workers: 1, MaxAttempts: 5, Lease: time.Minute, Grace: time.Second,
-		Retry:   queue.Retry{Backoff: time.Hour, MaxBackoff: time.Hour},
+		Retry:   queue.Backoff{Base: time.Hour, Max: time.Hour, Jitter: 0.2},
 		Targets: []queue.Target{{Name: target, Handler: h}},
 		Logger:  zerolog.Nop(),
 	})
@@ -595,6 +529,9 @@ func TestPool_SweptPayloadGoesDeadAtOnce(t *testing.T) {
 	if d := mustDelivery(t, q, ev); d.Attempts != 1 || !strings.Contains(d.LastError, "retention") {
 		t.Errorf("dead after %d attempt(s), error %q; want 1, naming retention", d.Attempts, d.LastError)
 	}
+	if d := mustDelivery(t, q, ev); d.DeadReason != "payload removed by retention" {
+		t.Errorf("dead reason %q, want %q", d.DeadReason, "payload removed by retention")
+	}
 	if n := calls.Load(); n != 0 {
 		t.Errorf("the target ran %d time(s) without a payload", n)
 	}
@@ -610,6 +547,9 @@ func TestPool_RemovedTargetGoesDeadAtOnce(t *testing.T) {
 	waitStatus(t, q, ev, queue.Dead)
 	if d := mustDelivery(t, q, ev); d.Attempts != 1 || !strings.Contains(d.LastError, `target "old-name" is no longer configured`) {
 		t.Errorf("dead after %d attempt(s), error %q; want 1, naming the missing target", d.Attempts, d.LastError)
+	}
+	if d := mustDelivery(t, q, ev); d.DeadReason != "target no longer configured" {
+		t.Errorf("dead reason %q, want %q", d.DeadReason, "target no longer configured")
 	}
 }
 
@@ -835,7 +775,7 @@ func TestPool_UnwrittenResultIsWrittenAgain(t *testing.T) {
 			MaxAttempts: 5,
 			Lease:       300 * time.Millisecond, // passes several times while the result waits
 			Grace:       time.Second,
-			Retry:       queue.Retry{Backoff: time.Hour, MaxBackoff: time.Hour},
+			Retry:       queue.Backoff{Base: time.Hour, Max: time.Hour, Jitter: 0.2},
 			Targets: []queue.Target{{Name: "sink", Handler: queue.HandlerFunc(func(context.Context, *queue.Job) queue.Outcome {
 				calls.Add(1)
 				return queue.Outcome{}

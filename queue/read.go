@@ -22,9 +22,13 @@ type Delivery struct {
 	Status    string
 	Attempts  int
 	LastError string
-	RunAt     time.Time // next attempt (pending, retrying) or lease expiry (running)
-	CreatedAt time.Time
-	DoneAt    time.Time // zero unless done or dead
+	// DeadReason says why a dead delivery went dead before it had spent
+	// its attempts ("permanent: exit 65", "payload removed by retention"),
+	// or is "".
+	DeadReason string
+	RunAt      time.Time // next attempt (pending, retrying) or lease expiry (running)
+	CreatedAt  time.Time
+	DoneAt     time.Time // zero unless done or dead
 }
 
 // Deliveries returns the deliveries of the given events, keyed by event.
@@ -36,7 +40,7 @@ func (q *Queue) Deliveries(ctx context.Context, events []int64) (map[int64][]Del
 		for i, e := range chunk {
 			args[i] = e
 		}
-		rows, err := q.db.Reader().QueryContext(ctx, `SELECT id, event, target, status, attempts, last_error, run_at, created_at, done_at
+		rows, err := q.db.Reader().QueryContext(ctx, `SELECT id, event, target, status, attempts, last_error, dead_reason, run_at, created_at, done_at
 			FROM deliveries WHERE event IN (?`+strings.Repeat(",?", len(chunk)-1)+`) ORDER BY id`, args...)
 		if err != nil {
 			return nil, fmt.Errorf("list deliveries: %w", err)
@@ -45,7 +49,7 @@ func (q *Queue) Deliveries(ctx context.Context, events []int64) (map[int64][]Del
 			var d Delivery
 			var runAt, created int64
 			var done sql.NullInt64
-			if err := rows.Scan(&d.ID, &d.Event, &d.Target, &d.Status, &d.Attempts, &d.LastError, &runAt, &created, &done); err != nil {
+			if err := rows.Scan(&d.ID, &d.Event, &d.Target, &d.Status, &d.Attempts, &d.LastError, &d.DeadReason, &runAt, &created, &done); err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("list deliveries: %w", err)
 			}

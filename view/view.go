@@ -36,13 +36,17 @@ func NewEvent(e dedupe.Stored, deliveries []queue.Delivery) Event {
 
 // Delivery is one (event, target) pair.
 type Delivery struct {
-	Target    string    `json:"target"`
-	Status    string    `json:"status"`
-	Attempts  int       `json:"attempts"`
-	LastError string    `json:"last_error"`
-	NextAt    string    `json:"next_at,omitempty"`
-	DoneAt    string    `json:"done_at,omitempty"`
-	History   []Attempt `json:"history,omitempty"`
+	Target    string `json:"target"`
+	Status    string `json:"status"`
+	Attempts  int    `json:"attempts"`
+	LastError string `json:"last_error"`
+	// DeadReason says why a dead delivery went dead before its attempts
+	// were spent (a permanent failure, its payload swept, its target
+	// gone); "reason" is reserved for a skipped delivery's.
+	DeadReason string    `json:"dead_reason,omitempty"`
+	NextAt     string    `json:"next_at,omitempty"`
+	DoneAt     string    `json:"done_at,omitempty"`
+	History    []Attempt `json:"history,omitempty"`
 }
 
 // Deliveries is the view of ds, in their order.
@@ -50,6 +54,9 @@ func Deliveries(ds []queue.Delivery) []Delivery {
 	out := make([]Delivery, 0, len(ds))
 	for _, d := range ds {
 		l := Delivery{Target: d.Target, Status: d.Status, Attempts: d.Attempts, LastError: d.LastError, DoneAt: Time(d.DoneAt)}
+		if d.Status == queue.Dead {
+			l.DeadReason = d.DeadReason
+		}
 		if d.Status == queue.Pending || d.Status == queue.Retrying {
 			l.NextAt = Time(d.RunAt)
 		}

@@ -1,0 +1,79 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+
+	"hookbox/config"
+	"hookbox/queue"
+)
+
+// Targets turns cfg's [[target]] into the queue's targets. A command
+// target's environment also names the target and the store
+// (HOOKBOX_TARGET, HOOKBOX_STORE=store, from store.RealPath): that is how a
+// restarted hookbox finds the processes of attempts its killed predecessor
+// left running (StopRunningLeftovers). It fails for a target with neither a
+// url nor a command, which a validated config never has.
+func Targets(cfg config.Config, store string) ([]queue.Target, error) {
+	out := make([]queue.Target, 0, len(cfg.Targets))
+	for _, t := range cfg.Targets {
+		var h queue.Handler
+		switch {
+		case t.URL != "":
+			h = handle(NewURL(t.URL, t.Timeout.D(), t.PermanentStatus...), false)
+		case len(t.Command) > 0:
+			env := maps.Clone(t.Env)
+			if env == nil {
+				env = make(map[string]string, 2)
+			}
+			env["HOOKBOX_TARGET"], env["HOOKBOX_STORE"] = t.Name, store
+			h = handle(NewCommand(t.Command, env, t.Timeout.D()), true)
+		default:
+			return nil, fmt.Errorf("target %s: neither url nor command", t.Name)
+		}
+		out = append(out, queue.Target{Name: t.Name, MaxAttempts: t.MaxAttempts, Handler: h})
+	}
+	return out, nil
+}
+
+// deliverer is what both target kinds offer.
+type deliverer interface {
+	Deliver(ctx context.Context, d Delivery) (Result, error)
+}
+
+// handle adapts a target to the queue's Handler. A Permanent *Error becomes a
+// queue.PermanentError, which the pool puts dead at once; every other failure
+// is left for the pool to retry.
+func handle(d deliverer, command bool) queue.Handler {
+	return queue.HandlerFunc(func(ctx context.Context, j *queue.Job) queue.Outcome {
+		res, err := d.Deliver(ctx, Delivery{
+			EventID:     j.EventID,
+			Source:      j.Source,
+			Type:        j.Type,
+			Attempt:     j.Attempt,
+			ReceivedAt:  j.ReceivedAt,
+			ContentType: j.ContentType,
+			Body:        j.Body,
+		})
+		out := queue.Outcome{Err: err, HTTPStatus: res.Status, Output: res.Output}
+		if command {
+			code := res.ExitCode
+			out.ExitCode = &code
+		}
+		var he *Error
+		if errors.As(err, &he) {
+			out.RetryAfter = he.RetryAfter
+			if he.Permanent {
+				reason := "status " + strconv.Itoa(res.Status)
+				if command {
+					reason = "exit " + strconv.Itoa(res.ExitCode)
+				}
+				out.Err = queue.Permanent(reason, err)
+			}
+		}
+		return out
+	})
+}
