@@ -14,9 +14,9 @@ import (
 	"hookbox/config"
 	"hookbox/dedupe"
 	"hookbox/handlers"
+	"hookbox/provider"
 	"hookbox/queue"
 	"hookbox/receiver"
-	"hookbox/signature"
 )
 
 // ingester joins the receiver to the event store and wakes the workers
@@ -78,7 +78,7 @@ func (r *router) targets(source, typ string) []string {
 func buildSources(cfg config.Config) ([]receiver.Source, error) {
 	out := make([]receiver.Source, 0, len(cfg.Sources))
 	for _, s := range cfg.Sources {
-		v, err := signature.New(signature.Options{
+		v, err := provider.New(provider.Options{
 			Scheme:    s.Verify,
 			Secrets:   s.Secrets,
 			Tolerance: s.Tolerance.D(),

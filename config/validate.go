@@ -12,7 +12,7 @@ import (
 	"time"
 	"unicode"
 
-	"hookbox/signature"
+	"hookbox/provider"
 )
 
 // schemes lists the values of source.verify.
@@ -255,7 +255,7 @@ func validateSource(sc scope, s *Source, getenv func(string) string) {
 		if getenv == nil {
 			continue
 		}
-		if err := signature.CheckSecret(scheme, v); err != nil {
+		if err := provider.CheckSecret(scheme, v); err != nil {
 			sc.addf("secret", "", "value %d: %v", i+1, err)
 			continue
 		}
@@ -274,7 +274,7 @@ func validateSource(sc scope, s *Source, getenv func(string) string) {
 			sc.addf("secret_env", name, "environment variable %s is unset or empty", name)
 			continue
 		}
-		if err := signature.CheckSecret(scheme, v); err != nil {
+		if err := provider.CheckSecret(scheme, v); err != nil {
 			sc.addf("secret_env", name, "environment variable %s: %v", name, err)
 			continue
 		}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"hookbox/signature"
+	"hookbox/provider"
 )
 
 // benchBody is a 1 KiB JSON webhook with its id and type at the top level.
@@ -58,7 +58,7 @@ func (benchStore) Ingest(context.Context, *Event) (Result, error) { return Resul
 // extraction, header copy and the JSON answer.
 func BenchmarkServeHTTP(b *testing.B) {
 	const secret = "bench-secret"
-	v, err := signature.New(signature.Options{Scheme: "github", Secrets: []string{secret}})
+	v, err := provider.New(provider.Options{Scheme: "github", Secrets: []string{secret}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"hookbox/signature"
+	"hookbox/provider"
 )
 
 func FuzzParseLocation(f *testing.F) {
@@ -120,7 +120,7 @@ type fuzzStore struct {
 
 func (s fuzzStore) Ingest(ctx context.Context, e *Event) (Result, error) { return s.ingest(ctx, e) }
 
-// fuzzVector is one case of signature/testdata/signatures.json.
+// fuzzVector is one case of provider/testdata/signatures.json.
 type fuzzVector struct {
 	Provider    string            `json:"provider"`
 	Secret      string            `json:"secret"`
@@ -147,7 +147,7 @@ var fuzzEncoding = regexp.MustCompile(`encoding=(hex|base64)`)
 // fuzzSources builds one source per preset the vectors cover, each holding
 // every secret its vectors use, and returns the vectors as seeds.
 func fuzzSources(f testing.TB) (map[string]*fuzzSource, []fuzzVector) {
-	b, err := os.ReadFile("../signature/testdata/signatures.json")
+	b, err := os.ReadFile("../provider/testdata/signatures.json")
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -200,14 +200,14 @@ func fuzzSources(f testing.TB) (map[string]*fuzzSource, []fuzzVector) {
 		}
 	}
 	for n, s := range srcs {
-		o := signature.Options{Scheme: n, Secrets: s.secrets}
+		o := provider.Options{Scheme: n, Secrets: s.secrets}
 		switch n {
 		case "hmac":
 			o.Header, o.Prefix, o.Encoding = "X-Signature", "sha256=", "hex"
 		case "hmac64":
 			o.Scheme, o.Header, o.Encoding = "hmac", "X-Signature", "base64"
 		}
-		v, err := signature.New(o)
+		v, err := provider.New(o)
 		if err != nil {
 			f.Fatalf("source %s: %v", n, err)
 		}

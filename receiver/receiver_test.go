@@ -19,8 +19,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"hookbox/provider"
 	"hookbox/receiver"
-	"hookbox/signature"
 )
 
 // recorder is a Store that keeps what it was given.
@@ -256,7 +256,7 @@ func TestServer_RedactsCredentialHeaders(t *testing.T) {
 // A failed signature check tells the sender what failed and the operator's
 // log what to check; the answer never names the configuration.
 func TestServer_SignatureFailureHints(t *testing.T) {
-	v, err := signature.New(signature.Options{Scheme: "github", Secrets: []string{"s3cret"}})
+	v, err := provider.New(provider.Options{Scheme: "github", Secrets: []string{"s3cret"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,7 +435,7 @@ func TestServer_HalfClosedSenderGetsNo200(t *testing.T) {
 // each; the next line let through says how many were not logged, and
 // hookbox_rejected_total still counts every one.
 func TestServer_RefusedSignatureLogIsLimited(t *testing.T) {
-	v, err := signature.New(signature.Options{Scheme: "github", Secrets: []string{"s3cret"}})
+	v, err := provider.New(provider.Options{Scheme: "github", Secrets: []string{"s3cret"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"hookbox/signature"
+	"hookbox/provider"
 )
 
 // Event is a verified webhook, ready to store.
@@ -52,7 +52,7 @@ type Store interface {
 // Source is one configured sender.
 type Source struct {
 	Name      string
-	Verifier  signature.Verifier
+	Verifier  provider.Verifier
 	EventID   Location
 	EventType Location
 	MaxBody   int64 // 0: the server's
@@ -361,9 +361,9 @@ func lazyDoc(body []byte) func() (any, error) {
 // check, for the log only: the sender's answer does not name configuration.
 func verifyHint(err error) error {
 	switch {
-	case errors.Is(err, signature.ErrMismatch):
+	case errors.Is(err, provider.ErrMismatch):
 		return errors.New("no secret of this source matches: compare its secret (or secret_env) with the sender's signing secret")
-	case errors.Is(err, signature.ErrTimestamp):
+	case errors.Is(err, provider.ErrTimestamp):
 		return errors.New("check the sender's and this host's clocks, or raise the source's tolerance")
 	}
 	return nil

@@ -1,4 +1,4 @@
-package signature_test
+package provider_test
 
 import (
 	"crypto/hmac"
@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"hookbox/signature"
+	"hookbox/provider"
 )
 
 // vector is one case of testdata/signatures.json.
@@ -58,16 +58,16 @@ func loadVectors(tb testing.TB) []vector {
 }
 
 // vectorsOf returns the cases of one provider, failing if there are none.
-func vectorsOf(tb testing.TB, provider string) []vector {
+func vectorsOf(tb testing.TB, name string) []vector {
 	tb.Helper()
 	var out []vector
 	for _, c := range loadVectors(tb) {
-		if c.Provider == provider {
+		if c.Provider == name {
 			out = append(out, c)
 		}
 	}
 	if len(out) == 0 {
-		tb.Fatalf("no vectors for provider %q", provider)
+		tb.Fatalf("no vectors for provider %q", name)
 	}
 	return out
 }
@@ -86,9 +86,9 @@ var (
 )
 
 // vectorOptions maps a case to the hookbox options that verify it.
-func vectorOptions(tb testing.TB, c vector) signature.Options {
+func vectorOptions(tb testing.TB, c vector) provider.Options {
 	tb.Helper()
-	o := signature.Options{Secrets: []string{c.Secret}}
+	o := provider.Options{Secrets: []string{c.Secret}}
 	switch c.Provider {
 	case "standard-webhooks", "svix":
 		o.Scheme = "standard"
@@ -109,16 +109,16 @@ func vectorOptions(tb testing.TB, c vector) signature.Options {
 	return o
 }
 
-func mustNew(tb testing.TB, o signature.Options) signature.Verifier {
+func mustNew(tb testing.TB, o provider.Options) provider.Verifier {
 	tb.Helper()
-	v, err := signature.New(o)
+	v, err := provider.New(o)
 	if err != nil {
 		tb.Fatalf("New(%+v): %v", o.Scheme, err)
 	}
 	return v
 }
 
-var sentinels = []error{signature.ErrMissing, signature.ErrMalformed, signature.ErrMismatch, signature.ErrTimestamp}
+var sentinels = []error{provider.ErrMissing, provider.ErrMalformed, provider.ErrMismatch, provider.ErrTimestamp}
 
 // checkErr fails unless err wraps exactly one sentinel and its text contains
 // none of the given secret or signature strings.
@@ -181,8 +181,8 @@ func whsecKey(tb testing.TB, secret string) []byte {
 // scheme-agnostic tests and the benchmarks.
 type fixture struct {
 	name    string
-	opts    signature.Options // Secrets is filled in by the test
-	secrets [3]string         // old, new, never configured
+	opts    provider.Options // Secrets is filled in by the test
+	secrets [3]string        // old, new, never configured
 	// sign returns the headers a sender holding secret would send, and the
 	// signature value in them (for leak checks).
 	sign       func(tb testing.TB, secret string, body []byte, now time.Time) (http.Header, string)
@@ -202,7 +202,7 @@ func fixtures() []fixture {
 	plain := [3]string{"old-secret-1234", "new-secret-5678", "other-secret-9999"}
 	return []fixture{
 		{
-			name: "stripe", opts: signature.Options{Scheme: "stripe"}, signsBody: true, timestamps: true,
+			name: "stripe", opts: provider.Options{Scheme: "stripe"}, signsBody: true, timestamps: true,
 			secrets: [3]string{"whsec_old_secret", "whsec_new_secret", "whsec_other_secret"},
 			sign: func(_ testing.TB, secret string, body []byte, now time.Time) (http.Header, string) {
 				sig := hex.EncodeToString(mac(sha256.New, []byte(secret), ts(now), ".", string(body)))
@@ -212,7 +212,7 @@ func fixtures() []fixture {
 			},
 		},
 		{
-			name: "github", opts: signature.Options{Scheme: "github"}, signsBody: true, secrets: plain,
+			name: "github", opts: provider.Options{Scheme: "github"}, signsBody: true, secrets: plain,
 			sign: func(_ testing.TB, secret string, body []byte, _ time.Time) (http.Header, string) {
 				sig := hex.EncodeToString(mac(sha256.New, []byte(secret), string(body)))
 				h := http.Header{}
@@ -221,7 +221,7 @@ func fixtures() []fixture {
 			},
 		},
 		{
-			name: "shopify", opts: signature.Options{Scheme: "shopify"}, signsBody: true, secrets: plain,
+			name: "shopify", opts: provider.Options{Scheme: "shopify"}, signsBody: true, secrets: plain,
 			sign: func(_ testing.TB, secret string, body []byte, _ time.Time) (http.Header, string) {
 				sig := base64.StdEncoding.EncodeToString(mac(sha256.New, []byte(secret), string(body)))
 				h := http.Header{}
@@ -230,7 +230,7 @@ func fixtures() []fixture {
 			},
 		},
 		{
-			name: "slack", opts: signature.Options{Scheme: "slack"}, signsBody: true, timestamps: true, secrets: plain,
+			name: "slack", opts: provider.Options{Scheme: "slack"}, signsBody: true, timestamps: true, secrets: plain,
 			sign: func(_ testing.TB, secret string, body []byte, now time.Time) (http.Header, string) {
 				sig := hex.EncodeToString(mac(sha256.New, []byte(secret), "v0:", ts(now), ":", string(body)))
 				h := http.Header{}
@@ -240,7 +240,7 @@ func fixtures() []fixture {
 			},
 		},
 		{
-			name: "standard", opts: signature.Options{Scheme: "standard"}, signsBody: true, timestamps: true, secrets: stdSecrets,
+			name: "standard", opts: provider.Options{Scheme: "standard"}, signsBody: true, timestamps: true, secrets: stdSecrets,
 			sign: func(tb testing.TB, secret string, body []byte, now time.Time) (http.Header, string) {
 				sig := base64.StdEncoding.EncodeToString(mac(sha256.New, whsecKey(tb, secret), "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", ".", ts(now), ".", string(body)))
 				h := http.Header{}
@@ -251,7 +251,7 @@ func fixtures() []fixture {
 			},
 		},
 		{
-			name: "gitlab", opts: signature.Options{Scheme: "gitlab"}, secrets: plain,
+			name: "gitlab", opts: provider.Options{Scheme: "gitlab"}, secrets: plain,
 			sign: func(_ testing.TB, secret string, _ []byte, _ time.Time) (http.Header, string) {
 				h := http.Header{}
 				h.Set("X-Gitlab-Token", secret)
@@ -260,7 +260,7 @@ func fixtures() []fixture {
 		},
 		{
 			name: "hmac", signsBody: true, secrets: plain,
-			opts: signature.Options{Scheme: "hmac", Header: "X-Signature", Prefix: "sha256=", Algorithm: "sha256", Encoding: "hex"},
+			opts: provider.Options{Scheme: "hmac", Header: "X-Signature", Prefix: "sha256=", Algorithm: "sha256", Encoding: "hex"},
 			sign: func(_ testing.TB, secret string, body []byte, _ time.Time) (http.Header, string) {
 				sig := hex.EncodeToString(mac(sha256.New, []byte(secret), string(body)))
 				h := http.Header{}
@@ -270,7 +270,7 @@ func fixtures() []fixture {
 		},
 		{
 			name: "hmac-sha512-base64", signsBody: true, secrets: plain,
-			opts: signature.Options{Scheme: "hmac", Header: "X-Sig", Algorithm: "sha512", Encoding: "base64"},
+			opts: provider.Options{Scheme: "hmac", Header: "X-Sig", Algorithm: "sha512", Encoding: "base64"},
 			sign: func(_ testing.TB, secret string, body []byte, _ time.Time) (http.Header, string) {
 				sig := base64.StdEncoding.EncodeToString(mac(sha512.New, []byte(secret), string(body)))
 				h := http.Header{}
@@ -280,7 +280,7 @@ func fixtures() []fixture {
 		},
 		{
 			name: "hmac-sha1-hex", signsBody: true, secrets: plain,
-			opts: signature.Options{Scheme: "hmac", Header: "X-Hook-Sig", Algorithm: "sha1", Prefix: "sha1="},
+			opts: provider.Options{Scheme: "hmac", Header: "X-Hook-Sig", Algorithm: "sha1", Prefix: "sha1="},
 			sign: func(_ testing.TB, secret string, body []byte, _ time.Time) (http.Header, string) {
 				sig := hex.EncodeToString(mac(sha1.New, []byte(secret), string(body)))
 				h := http.Header{}
@@ -289,7 +289,7 @@ func fixtures() []fixture {
 			},
 		},
 		{
-			name: "token", opts: signature.Options{Scheme: "token", Header: "X-Webhook-Token"}, secrets: plain,
+			name: "token", opts: provider.Options{Scheme: "token", Header: "X-Webhook-Token"}, secrets: plain,
 			sign: func(_ testing.TB, secret string, _ []byte, _ time.Time) (http.Header, string) {
 				h := http.Header{}
 				h.Set("X-Webhook-Token", secret)
@@ -299,7 +299,7 @@ func fixtures() []fixture {
 	}
 }
 
-func withSecrets(o signature.Options, secrets ...string) signature.Options {
+func withSecrets(o provider.Options, secrets ...string) provider.Options {
 	o.Secrets = secrets
 	return o
 }

@@ -1,4 +1,4 @@
-package signature
+package provider
 
 import (
 	"crypto/hmac"

@@ -1,4 +1,4 @@
-// Package signature verifies webhook signatures over the raw request bytes.
+// Package provider verifies webhook signatures over the raw request bytes.
 //
 // A Verifier is built once per source from Options and then checks each
 // request's headers and body against the source's secrets. Every scheme a
@@ -9,7 +9,7 @@
 // ErrMismatch or ErrTimestamp. Their text names the scheme and the header but
 // never a secret, a computed signature or the received signature, because the
 // receiver sends it back in the 401 body and logs it.
-package signature
+package provider
 
 import (
 	"crypto/sha1"
