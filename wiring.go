@@ -14,6 +14,7 @@ import (
 	"hookbox/config"
 	"hookbox/dedupe"
 	"hookbox/handlers"
+	"hookbox/location"
 	"hookbox/provider"
 	"hookbox/queue"
 	"hookbox/receiver"
@@ -90,13 +91,13 @@ func buildSources(cfg config.Config) ([]receiver.Source, error) {
 		if err != nil {
 			return nil, fmt.Errorf("source %s: %w", s.Name, err)
 		}
-		id, err := receiver.ParseLocation(s.EventID)
+		id, err := location.Parse(s.EventID, location.ID)
 		if err != nil {
 			return nil, fmt.Errorf("source %s: event_id: %w", s.Name, err)
 		}
-		var typ receiver.Location
+		var typ location.Location
 		if s.EventType != "" {
-			if typ, err = receiver.ParseLocation(s.EventType); err != nil {
+			if typ, err = location.Parse(s.EventType, location.Type); err != nil {
 				return nil, fmt.Errorf("source %s: event_type: %w", s.Name, err)
 			}
 		}

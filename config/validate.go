@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode"
 
+	"hookbox/location"
 	"hookbox/provider"
 )
 
@@ -309,7 +310,7 @@ func validateSource(sc scope, s *Source, getenv func(string) string) {
 		if s.Header == "" {
 			sc.addf("header", "", "required for verify = %q (the header carrying the %s)", scheme,
 				map[string]string{"hmac": "signature", "token": "token"}[scheme])
-		} else if !validHeaderName(s.Header) {
+		} else if !location.ValidHeaderName(s.Header) {
 			sc.add("header", s.Header, "not a valid header name")
 		}
 	} else if s.Header != "" {
@@ -353,66 +354,18 @@ func validateSource(sc scope, s *Source, getenv func(string) string) {
 	}
 	if s.EventID == "" {
 		sc.addf("event_id", "", `required for verify = %q (e.g. "json:id" or "header:X-Event-Id")`, scheme)
-	} else if norm, msg := checkEventSpec(s.EventID, true); msg != "" {
-		sc.add("event_id", s.EventID, msg)
+	} else if loc, err := location.Parse(s.EventID, location.ID); err != nil {
+		sc.add("event_id", s.EventID, err.Error())
 	} else {
-		s.EventID = norm
+		s.EventID = loc.Spec()
 	}
 	if s.EventType != "" {
-		if norm, msg := checkEventSpec(s.EventType, false); msg != "" {
-			sc.add("event_type", s.EventType, msg)
+		if loc, err := location.Parse(s.EventType, location.Type); err != nil {
+			sc.add("event_type", s.EventType, err.Error())
 		} else {
-			s.EventType = norm
+			s.EventType = loc.Spec()
 		}
 	}
-}
-
-// checkEventSpec checks "header:Name", "json:a.b.c", "body-sha256" (event_id
-// only) and "auto", alone or as ","-separated alternatives, and returns the
-// spec with spaces around the alternatives removed, or a message.
-func checkEventSpec(spec string, isID bool) (string, string) {
-	const want = `want "header:Name", "json:a.b.c", "body-sha256" or "auto", alternatives separated by ","`
-	alts := strings.Split(spec, ",")
-	for i, a := range alts {
-		a = strings.TrimSpace(a)
-		alts[i] = a
-		switch {
-		case a == "":
-			return "", "empty alternative (" + want + ")"
-		case a == "auto":
-		case a == "body-sha256":
-			if !isID {
-				return "", `"body-sha256" is only for event_id`
-			}
-		case strings.HasPrefix(a, "header:"):
-			if !validHeaderName(a[len("header:"):]) {
-				return "", fmt.Sprintf("%q: want a header name after \"header:\"", a)
-			}
-		case strings.HasPrefix(a, "json:"):
-			p := a[len("json:"):]
-			if p == "" || slices.Contains(strings.Split(p, "."), "") {
-				return "", fmt.Sprintf("%q: want a dot-separated path after \"json:\", e.g. \"json:data.id\"", a)
-			}
-		default:
-			return "", fmt.Sprintf("%q: %s", a, want)
-		}
-	}
-	return strings.Join(alts, ","), ""
-}
-
-// validHeaderName reports whether h is an HTTP field name (RFC 9110 token).
-func validHeaderName(h string) bool {
-	if h == "" {
-		return false
-	}
-	for i := 0; i < len(h); i++ {
-		c := h[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
-			continue
-		}
-		return false
-	}
-	return true
 }
 
 func validateTarget(sc scope, t *Target, sources []Source) {

@@ -17,43 +17,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"hookbox/location"
 	"hookbox/provider"
 )
-
-func FuzzParseLocation(f *testing.F) {
-	for _, s := range []string{"json:id", "header:X-GitHub-Delivery", "json:a.b.c", "body-sha256", "auto",
-		"header:webhook-id,header:svix-id", "json:", "json:a..b", "header:", "auto:x", "", ",", " json:id , body-sha256 "} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		loc, err := ParseLocation(s)
-		if err != nil {
-			if loc != nil {
-				t.Fatalf("ParseLocation(%q) = %v with error %v, want nil", s, loc, err)
-			}
-			return
-		}
-		if want := strings.Count(s, ",") + 1; len(loc) != want {
-			t.Fatalf("ParseLocation(%q) has %d parts, want %d", s, len(loc), want)
-		}
-		for _, p := range loc {
-			switch p.kind {
-			case "header":
-				if p.name == "" || p.name != http.CanonicalHeaderKey(p.name) {
-					t.Fatalf("ParseLocation(%q): header name %q not canonical", s, p.name)
-				}
-			case "json":
-				if len(p.path) == 0 || slices.Contains(p.path, "") {
-					t.Fatalf("ParseLocation(%q): JSON path %q has an empty segment", s, p.path)
-				}
-			case "body-sha256", "auto":
-			default:
-				t.Fatalf("ParseLocation(%q): unknown kind %q", s, p.kind)
-			}
-		}
-		_ = loc.String()
-	})
-}
 
 // fuzzHeaders turns "Name: value" lines into a header.
 func fuzzHeaders(raw string) http.Header {
@@ -88,24 +54,22 @@ func FuzzExtract(f *testing.F) {
 	f.Add("json:id", "", []byte(`{"id":"a"} {"id":"b"}`), true)
 	f.Add("json:id", "", []byte(strings.Repeat("[", 20000)), true)
 	f.Fuzz(func(t *testing.T, where, rawHeaders string, body []byte, isID bool) {
-		loc, err := ParseLocation(where)
+		field := location.Type
+		if isID {
+			field = location.ID
+		}
+		loc, err := location.Parse(where, field)
 		if err != nil {
 			return
 		}
-		h := fuzzHeaders(rawHeaders)
-		decoded := 0
-		getDoc := func() (any, error) {
-			decoded++
-			return decodeJSON(body)
-		}
-		v, err := loc.extract(h, body, getDoc, isID)
+		v, err := loc.Find(&location.Request{Header: fuzzHeaders(rawHeaders), Body: body})
 		switch {
 		case err == nil && isID && v == "":
-			t.Fatalf("extract(%q) found an empty id", where)
-		case err != nil && !errors.Is(err, errNotFound) && !strings.HasPrefix(err.Error(), "body is not valid JSON"):
-			t.Fatalf("extract(%q): unexpected error %v", where, err)
+			t.Fatalf("Find(%q) found an empty id", where)
+		case err != nil && !errors.Is(err, location.ErrNotFound) && !strings.HasPrefix(err.Error(), "body is not valid JSON"):
+			t.Fatalf("Find(%q): unexpected error %v", where, err)
 		case err != nil && v != "":
-			t.Fatalf("extract(%q) = %q with error %v", where, v, err)
+			t.Fatalf("Find(%q) = %q with error %v", where, v, err)
 		}
 		if err == nil {
 			_ = validValue(v) // must not panic on any value
@@ -155,22 +119,24 @@ func fuzzSources(f testing.TB) (map[string]*fuzzSource, []fuzzVector) {
 	if err := json.Unmarshal(b, &vs); err != nil {
 		f.Fatal(err)
 	}
-	loc := func(s string) Location {
-		l, err := ParseLocation(s)
+	loc := func(s string, field location.Field) location.Location {
+		l, err := location.Parse(s, field)
 		if err != nil {
 			f.Fatal(err)
 		}
 		return l
 	}
+	id := func(s string) location.Location { return loc(s, location.ID) }
+	typ := func(s string) location.Location { return loc(s, location.Type) }
 	srcs := map[string]*fuzzSource{
-		"stripe":   {Source: Source{EventID: loc("json:id"), EventType: loc("json:type")}},
-		"github":   {Source: Source{EventID: loc("header:X-GitHub-Delivery"), EventType: loc("header:X-GitHub-Event")}},
-		"shopify":  {Source: Source{EventID: loc("header:X-Shopify-Webhook-Id"), EventType: loc("header:X-Shopify-Topic")}},
-		"slack":    {Source: Source{EventID: loc("json:event_id"), EventType: loc("json:event.type"), Slack: true}},
-		"standard": {Source: Source{EventID: loc("header:webhook-id,header:svix-id"), EventType: loc("json:type")}},
-		"gitlab":   {Source: Source{EventID: loc("header:X-Gitlab-Event-UUID"), EventType: loc("header:X-Gitlab-Event"), Redact: []string{"X-Gitlab-Token"}}, token: "X-Gitlab-Token"},
-		"hmac":     {Source: Source{EventID: loc("body-sha256")}},
-		"hmac64":   {Source: Source{EventID: loc("body-sha256")}},
+		"stripe":   {Source: Source{EventID: id("json:id"), EventType: typ("json:type")}},
+		"github":   {Source: Source{EventID: id("header:X-GitHub-Delivery"), EventType: typ("header:X-GitHub-Event")}},
+		"shopify":  {Source: Source{EventID: id("header:X-Shopify-Webhook-Id"), EventType: typ("header:X-Shopify-Topic")}},
+		"slack":    {Source: Source{EventID: id("json:event_id"), EventType: typ("json:event.type"), Slack: true}},
+		"standard": {Source: Source{EventID: id("header:webhook-id,header:svix-id"), EventType: typ("json:type")}},
+		"gitlab":   {Source: Source{EventID: id("header:X-Gitlab-Event-UUID"), EventType: typ("header:X-Gitlab-Event"), Redact: []string{"X-Gitlab-Token"}}, token: "X-Gitlab-Token"},
+		"hmac":     {Source: Source{EventID: id("body-sha256")}},
+		"hmac64":   {Source: Source{EventID: id("body-sha256")}},
 	}
 	name := func(v fuzzVector) string {
 		switch v.Provider {
@@ -295,9 +261,9 @@ func FuzzServeHTTP(f *testing.F) {
 	})
 }
 
-func mustLocation(tb testing.TB, s string) Location {
+func mustLocation(tb testing.TB, s string) location.Location {
 	tb.Helper()
-	l, err := ParseLocation(s)
+	l, err := location.Parse(s, location.ID)
 	if err != nil {
 		tb.Fatal(err)
 	}

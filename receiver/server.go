@@ -7,6 +7,8 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +25,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"hookbox/location"
 	"hookbox/provider"
 )
 
@@ -53,8 +56,8 @@ type Store interface {
 type Source struct {
 	Name      string
 	Verifier  provider.Verifier
-	EventID   Location
-	EventType Location
+	EventID   location.Location
+	EventType location.Location
 	MaxBody   int64 // 0: the server's
 	// Slack answers url_verification requests with their challenge.
 	Slack bool
@@ -101,7 +104,7 @@ type Server struct {
 	sources  map[string]*Source
 	store    Store
 	log      zerolog.Logger
-	auto     *Source
+	auto     *Source // the local sink's: any name, unsigned, ids found or made up
 	http     *http.Server
 	ln       net.Listener
 	Counters Counters
@@ -159,8 +162,9 @@ func New(cfg Config, st Store) *Server {
 		s.sources[src.Name] = src
 	}
 	if cfg.AnySource {
-		auto, _ := ParseLocation("auto")
-		s.auto = &Source{EventID: append(auto, locPart{kind: "generate"}), EventType: auto, MaxBody: cfg.MaxBody}
+		id, _ := location.Parse("auto", location.ID)
+		typ, _ := location.Parse("auto", location.Type)
+		s.auto = &Source{EventID: id, EventType: typ, MaxBody: cfg.MaxBody}
 	}
 	s.http = &http.Server{
 		Handler:           s,
@@ -342,21 +346,6 @@ func (s *Server) source(name string) (*Source, error) {
 	return nil, &Error{Status: http.StatusNotFound, Msg: "unknown source " + strconv.Quote(name)}
 }
 
-// lazyDoc decodes body as JSON the first time it is asked, if ever: a
-// source whose id and type come from headers never pays for it.
-func lazyDoc(body []byte) func() (any, error) {
-	var doc any
-	var err error
-	decoded := false
-	return func() (any, error) {
-		if !decoded {
-			doc, err = decodeJSON(body)
-			decoded = true
-		}
-		return doc, err
-	}
-}
-
 // verifyHint is what the operator should check after a failed signature
 // check, for the log only: the sender's answer does not name configuration.
 func verifyHint(err error) error {
@@ -385,9 +374,11 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request, src *Source, name 
 			return nil, &Error{Status: http.StatusUnauthorized, Msg: "signature check failed: " + err.Error(), Err: verifyHint(err)}
 		}
 	}
-	getDoc := lazyDoc(body)
+	// Decoded as JSON once, if a location or the handshake asks: a source
+	// whose id and type come from headers never pays for it.
+	req := location.Request{Header: r.Header, Body: body}
 	if src.Slack {
-		if d, err := getDoc(); err == nil {
+		if d, err := req.JSON(); err == nil {
 			if m, ok := d.(map[string]any); ok && m["type"] == "url_verification" {
 				challenge, _ := m["challenge"].(string)
 				writeJSON(w, http.StatusOK, map[string]string{"challenge": challenge})
@@ -395,7 +386,12 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request, src *Source, name 
 			}
 		}
 	}
-	id, err := src.EventID.extract(r.Header, body, getDoc, true)
+	id, err := src.EventID.Find(&req)
+	if err != nil && src == s.auto {
+		// The local sink stores whatever it gets: a request carrying no
+		// id gets a made-up one (and so is never a duplicate).
+		id, err = generatedID(), nil
+	}
 	if err != nil {
 		return nil, &Error{Status: http.StatusBadRequest, Msg: "no event id: looked in " + src.EventID.String() + detail(err)}
 	}
@@ -409,7 +405,7 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request, src *Source, name 
 		// (a Slack slash command is form-encoded), or when the type found
 		// is not storable (too long, control characters). It is stored
 		// untyped: refusing it would refuse the event at every resend.
-		typ, _ = src.EventType.extract(r.Header, body, getDoc, false)
+		typ, _ = src.EventType.Find(&req)
 		if err := validValue(typ); err != nil {
 			s.log.Warn().Str("source", src.Name).Str("event_id", id).
 				Msg("event type from " + src.EventType.String() + " " + err.Error() + ": stored without a type")
@@ -447,10 +443,17 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request, src *Source, name 
 }
 
 func detail(err error) string {
-	if errors.Is(err, errNotFound) {
+	if errors.Is(err, location.ErrNotFound) {
 		return ""
 	}
 	return ": " + err.Error()
+}
+
+// generatedID is an event id for a request that carries none.
+func generatedID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "gen_" + hex.EncodeToString(b[:])
 }
 
 // credentialHeader reports whether a header's value is a credential or a
