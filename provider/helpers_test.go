@@ -12,6 +12,7 @@ import (
 	"hash"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -44,15 +45,25 @@ func (c vector) header() http.Header {
 	return h
 }
 
-func loadVectors(tb testing.TB) []vector {
+// loadVectors returns the cases of testdata/signatures.json, the
+// providers' own published and computed vectors.
+func loadVectors(tb testing.TB) []vector { return loadVectorFile(tb, "signatures.json") }
+
+// loadAllVectors adds testdata/schemes.json, the cases of the schemes no
+// provider publishes vectors for (token, none).
+func loadAllVectors(tb testing.TB) []vector {
+	return append(loadVectors(tb), loadVectorFile(tb, "schemes.json")...)
+}
+
+func loadVectorFile(tb testing.TB, name string) []vector {
 	tb.Helper()
-	b, err := os.ReadFile("testdata/signatures.json")
+	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	var vs []vector
 	if err := json.Unmarshal(b, &vs); err != nil {
-		tb.Fatalf("decode signatures.json: %v", err)
+		tb.Fatalf("decode %s: %v", name, err)
 	}
 	return vs
 }
@@ -72,7 +83,8 @@ func vectorsOf(tb testing.TB, name string) []vector {
 	return out
 }
 
-// notPresets are providers in the vector file that hookbox has no preset for.
+// notPresets are providers in the vector file that hookbox has no preset
+// for: their cases are skipped, as long as the registry has no such name.
 var notPresets = map[string]string{
 	"twilio":      "twilio signs the full URL plus sorted form params; not a hookbox preset",
 	"mercadopago": "mercadopago signs a manifest built from the query and x-request-id, not the body; not a hookbox preset",
@@ -85,26 +97,46 @@ var (
 	notesEncoding = regexp.MustCompile(`encoding=(hex|base64)`)
 )
 
+// vectorScheme is the provider a case is for: its own name, but for the
+// vector files' names of standard and hmac.
+func vectorScheme(c vector) string {
+	switch c.Provider {
+	case "standard-webhooks", "svix":
+		return "standard"
+	case "generic-hmac-sha256":
+		return "hmac"
+	}
+	return c.Provider
+}
+
 // vectorOptions maps a case to the hookbox options that verify it.
 func vectorOptions(tb testing.TB, c vector) provider.Options {
 	tb.Helper()
-	o := provider.Options{Secrets: []string{c.Secret}}
-	switch c.Provider {
-	case "standard-webhooks", "svix":
-		o.Scheme = "standard"
-	case "stripe", "github", "shopify", "slack", "gitlab":
-		o.Scheme = c.Provider
-	case "generic-hmac-sha256":
-		// The generic cases carry their config in the notes, e.g.
-		// "config: header=X-Signature, prefix='sha256=', encoding=hex".
-		o.Scheme, o.Algorithm = "hmac", "sha256"
-		h, p, e := notesHeader.FindStringSubmatch(c.Notes), notesPrefix.FindStringSubmatch(c.Notes), notesEncoding.FindStringSubmatch(c.Notes)
-		if h == nil || p == nil || e == nil {
+	o := provider.Options{Scheme: vectorScheme(c)}
+	p, ok := provider.Lookup(o.Scheme)
+	if !ok {
+		tb.Fatalf("%s: unknown provider %q", c.Name, c.Provider)
+	}
+	if !p.Unsigned {
+		o.Secrets = []string{c.Secret}
+	}
+	if p.Header != "" {
+		// The cases of a scheme whose header the source names carry
+		// their config in the notes, e.g. "config: header=X-Signature,
+		// prefix='sha256=', encoding=hex".
+		h := notesHeader.FindStringSubmatch(c.Notes)
+		if h == nil {
+			tb.Fatalf("%s: cannot read the header from notes %q", c.Name, c.Notes)
+		}
+		o.Header = h[1]
+	}
+	if o.Scheme == "hmac" {
+		o.Algorithm = "sha256"
+		pre, e := notesPrefix.FindStringSubmatch(c.Notes), notesEncoding.FindStringSubmatch(c.Notes)
+		if pre == nil || e == nil {
 			tb.Fatalf("%s: cannot read hmac config from notes %q", c.Name, c.Notes)
 		}
-		o.Header, o.Prefix, o.Encoding = h[1], p[1], e[1]
-	default:
-		tb.Fatalf("%s: unknown provider %q", c.Name, c.Provider)
+		o.Prefix, o.Encoding = pre[1], e[1]
 	}
 	return o
 }

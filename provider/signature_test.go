@@ -21,7 +21,11 @@ func TestVerify_Vectors(t *testing.T) {
 	checked := map[string]int{}
 	for _, c := range vs {
 		t.Run(c.Provider+"/"+c.Name, func(t *testing.T) {
-			if why, ok := notPresets[c.Provider]; ok {
+			if _, ok := provider.Lookup(vectorScheme(c)); !ok {
+				why, listed := notPresets[c.Provider]
+				if !listed {
+					t.Fatalf("provider %q is neither in the registry nor listed in notPresets", c.Provider)
+				}
 				t.Skip(why)
 			}
 			v := mustNew(t, vectorOptions(t, c))
@@ -53,7 +57,7 @@ func TestVerify_Vectors(t *testing.T) {
 	}
 	skipped := 0
 	for _, c := range vs {
-		if _, ok := notPresets[c.Provider]; ok {
+		if _, ok := provider.Lookup(vectorScheme(c)); !ok {
 			skipped++
 		}
 	}
