@@ -14,8 +14,6 @@ import (
 	"hookbox/config"
 	"hookbox/dedupe"
 	"hookbox/handlers"
-	"hookbox/location"
-	"hookbox/provider"
 	"hookbox/queue"
 	"hookbox/receiver"
 )
@@ -75,49 +73,15 @@ func (r *router) targets(source, typ string) []string {
 	return names
 }
 
-// buildSources turns [[source]] into receiver sources with their verifiers.
+// buildSources turns [[source]] into receiver sources, each built from
+// its provider.
 func buildSources(cfg config.Config) ([]receiver.Source, error) {
-	out := make([]receiver.Source, 0, len(cfg.Sources))
-	for _, s := range cfg.Sources {
-		v, err := provider.New(provider.Options{
-			Scheme:    s.Verify,
-			Secrets:   s.Secrets,
-			Tolerance: s.Tolerance.D(),
-			Header:    s.Header,
-			Algorithm: s.Algorithm,
-			Encoding:  s.Encoding,
-			Prefix:    s.Prefix,
-		})
-		if err != nil {
+	out := make([]receiver.Source, len(cfg.Sources))
+	for i, s := range cfg.Sources {
+		var err error
+		if out[i], err = receiver.NewSource(s.Name, s.MaxBody.Int(), s.ProviderOptions()); err != nil {
 			return nil, fmt.Errorf("source %s: %w", s.Name, err)
 		}
-		id, err := location.Parse(s.EventID, location.ID)
-		if err != nil {
-			return nil, fmt.Errorf("source %s: event_id: %w", s.Name, err)
-		}
-		var typ location.Location
-		if s.EventType != "" {
-			if typ, err = location.Parse(s.EventType, location.Type); err != nil {
-				return nil, fmt.Errorf("source %s: event_type: %w", s.Name, err)
-			}
-		}
-		src := receiver.Source{
-			Name:      s.Name,
-			Verifier:  v,
-			EventID:   id,
-			EventType: typ,
-			MaxBody:   s.MaxBody.Int(),
-			Slack:     s.Verify == "slack",
-		}
-		switch s.Verify {
-		case "gitlab":
-			src.Redact = []string{"X-Gitlab-Token"}
-		case "token", "hmac":
-			// The token, or the signature under a header name of the
-			// user's choosing (credentialHeader may not recognise it).
-			src.Redact = []string{s.Header}
-		}
-		out = append(out, src)
 	}
 	return out, nil
 }

@@ -382,6 +382,23 @@ func oneOf(choices []string) string {
 	return "one of " + strings.Join(quoted(choices), ", ")
 }
 
+// ProviderOptions is what the source says of its provider, for
+// receiver.NewSource: the scheme, the resolved secrets, the scheme's own
+// keys and the event locations.
+func (s Source) ProviderOptions() provider.Options {
+	return provider.Options{
+		Scheme:    s.Verify,
+		Secrets:   s.Secrets,
+		Tolerance: s.Tolerance.D(),
+		Header:    s.Header,
+		Algorithm: s.Algorithm,
+		Encoding:  s.Encoding,
+		Prefix:    s.Prefix,
+		EventID:   s.EventID,
+		EventType: s.EventType,
+	}
+}
+
 func validateTarget(sc scope, t *Target, sources []Source) {
 	known := make(map[string]bool, len(sources))
 	for _, s := range sources {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"hookbox/location"
 	"hookbox/provider"
 )
 
@@ -34,14 +33,12 @@ func (benchStore) Ingest(context.Context, *Event) (Result, error) { return Resul
 // extraction, header copy and the JSON answer.
 func BenchmarkServeHTTP(b *testing.B) {
 	const secret = "bench-secret"
-	v, err := provider.New(provider.Options{Scheme: "github", Secrets: []string{secret}})
+	src, err := NewSource("github", 0, provider.Options{Scheme: "github", Secrets: []string{secret}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	id, _ := location.Parse("header:X-GitHub-Delivery", location.ID)
-	typ, _ := location.Parse("header:X-GitHub-Event", location.Type)
 	s := New(Config{
-		Sources: []Source{{Name: "github", Verifier: v, EventID: id, EventType: typ}},
+		Sources: []Source{src},
 		Logger:  zerolog.Nop(),
 	}, benchStore{})
 	mac := hmac.New(sha256.New, []byte(secret))

@@ -52,17 +52,20 @@ type Store interface {
 	Ingest(ctx context.Context, e *Event) (Result, error)
 }
 
-// Source is one configured sender.
+// Source is one configured sender; NewSource builds it from its provider.
 type Source struct {
 	Name      string
 	Verifier  provider.Verifier
 	EventID   location.Location
 	EventType location.Location
 	MaxBody   int64 // 0: the server's
-	// Slack answers url_verification requests with their challenge.
-	Slack bool
-	// Redact lists headers whose values are secrets (token schemes): they
-	// are stored as "[redacted]".
+	// Handshake, if set, is asked about each verified request whose body
+	// is JSON, before its event id is looked for: a request it answers
+	// (Slack's url_verification) gets reply as JSON and is not stored.
+	Handshake func(h http.Header, doc any) (reply any, ok bool)
+	// Redact lists headers whose values are secrets (a token, a signature
+	// under a name of the user's choosing): they are stored as
+	// "[redacted]", as are those credentialHeader recognises.
 	Redact []string
 }
 
@@ -377,11 +380,10 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request, src *Source, name 
 	// Decoded as JSON once, if a location or the handshake asks: a source
 	// whose id and type come from headers never pays for it.
 	req := location.Request{Header: r.Header, Body: body}
-	if src.Slack {
-		if d, err := req.JSON(); err == nil {
-			if m, ok := d.(map[string]any); ok && m["type"] == "url_verification" {
-				challenge, _ := m["challenge"].(string)
-				writeJSON(w, http.StatusOK, map[string]string{"challenge": challenge})
+	if src.Handshake != nil {
+		if doc, err := req.JSON(); err == nil {
+			if reply, ok := src.Handshake(r.Header, doc); ok {
+				writeJSON(w, http.StatusOK, reply)
 				return nil, nil
 			}
 		}
