@@ -11,6 +11,7 @@ import (
 	"hookbox/config"
 	"hookbox/handlers"
 	"hookbox/internal/cli"
+	"hookbox/receiver"
 )
 
 const checkSummary = "validate a config file: every bad key named, with its line"
@@ -46,7 +47,7 @@ func (c *CheckCommand) Run(ctx context.Context, args []string) error {
 		}
 		return err
 	}
-	if _, err := buildSources(cfg); err != nil {
+	if _, err := receiver.Sources(cfg.Sources); err != nil {
 		return err
 	}
 	fmt.Fprintf(c.Stdout, "%s: ok (%s, %s, listen %s, store %s)\n",

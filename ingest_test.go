@@ -505,7 +505,7 @@ func TestLocalSink(t *testing.T) {
 	})
 }
 
-// vector is one case of signature/testdata/signatures.json.
+// vector is one case of provider/testdata/signatures.json.
 type vector struct {
 	Provider        string            `json:"provider"`
 	Name            string            `json:"name"`
@@ -560,7 +560,7 @@ func vectorSource(v vector) string {
 }
 
 func TestReceiver_Vectors(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("signature", "testdata", "signatures.json"))
+	data, err := os.ReadFile(filepath.Join("provider", "testdata", "signatures.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

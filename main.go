@@ -206,7 +206,7 @@ func (m *Main) buildDelivery() error {
 // buildReceiver builds the webhook receiver on the inbox.
 func (m *Main) buildReceiver() error {
 	cfg := m.Config
-	sources, err := buildSources(cfg)
+	sources, err := receiver.Sources(cfg.Sources)
 	if err != nil {
 		return err
 	}

@@ -86,11 +86,11 @@ type Retention struct {
 // Source is one [[source]]: a sender posting to /hooks/{Name}.
 type Source struct {
 	Name      string     `toml:"name"`       // required, unique, [A-Za-z0-9._-]{1,64}
-	Verify    string     `toml:"verify"`     // stripe | github | shopify | slack | standard | gitlab | hmac | token | none
+	Verify    string     `toml:"verify"`     // a provider's name (package provider): a preset, hmac, token or none
 	Secret    StringList `toml:"secret"`     // one value or a list (rotation)
 	SecretEnv StringList `toml:"secret_env"` // names of environment variables holding secrets
 	Insecure  bool       `toml:"insecure"`   // required true for verify = "none"
-	Tolerance Duration   `toml:"tolerance"`  // 0 = scheme default (5m); only for stripe, slack, standard
+	Tolerance Duration   `toml:"tolerance"`  // 0 = scheme default (5m); only for schemes that sign a timestamp
 	EventID   string     `toml:"event_id"`   // "header:Name" | "json:a.b.c" | "body-sha256" | "auto", alternatives separated by ","
 	EventType string     `toml:"event_type"` // same forms except body-sha256; "" = no type (hmac, token, none only)
 	Header    string     `toml:"header"`     // hmac, token: the header carrying the signature or token

@@ -12,29 +12,9 @@ import (
 	"time"
 	"unicode"
 
-	"hookbox/signature"
+	"hookbox/location"
+	"hookbox/provider"
 )
-
-// schemes lists the values of source.verify.
-var schemes = []string{"stripe", "github", "shopify", "slack", "standard", "gitlab", "hmac", "token", "none"}
-
-// preset holds the defaults a verify scheme brings.
-type preset struct {
-	eventID, eventType string
-	timestamp          bool // the scheme signs a timestamp, so tolerance applies
-}
-
-var presets = map[string]preset{
-	"stripe":   {"json:id", "json:type", true},
-	"github":   {"header:X-GitHub-Delivery", "header:X-GitHub-Event", false},
-	"shopify":  {"header:X-Shopify-Webhook-Id", "header:X-Shopify-Topic", false},
-	"slack":    {"json:event_id", "json:event.type", true},
-	"standard": {"header:webhook-id,header:svix-id", "json:type", true},
-	"gitlab":   {"header:X-Gitlab-Event-UUID", "header:X-Gitlab-Event", false},
-	"hmac":     {},
-	"token":    {},
-	"none":     {},
-}
 
 var (
 	nameRe    = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
@@ -237,12 +217,12 @@ func checkCommand(sc scope, argv []string) {
 
 func validateSource(sc scope, s *Source, getenv func(string) string) {
 	scheme := s.Verify
-	pre, known := presets[scheme]
+	p, known := provider.Lookup(scheme)
 	switch {
 	case scheme == "":
-		sc.add("verify", "", "required (want one of "+strings.Join(schemes, ", ")+")")
+		sc.add("verify", "", "required (want one of "+strings.Join(provider.Names(), ", ")+")")
 	case !known:
-		sc.add("verify", scheme, "unknown scheme (want one of "+strings.Join(schemes, ", ")+")")
+		sc.add("verify", scheme, "unknown scheme (want one of "+strings.Join(provider.Names(), ", ")+")")
 	}
 
 	// Secrets: never put a secret value in a message, only where it came
@@ -256,7 +236,7 @@ func validateSource(sc scope, s *Source, getenv func(string) string) {
 		if getenv == nil {
 			continue
 		}
-		if err := signature.CheckSecret(scheme, v); err != nil {
+		if err := p.CheckSecret(v); err != nil {
 			sc.addf("secret", "", "value %d: %v", i+1, err)
 			continue
 		}
@@ -275,7 +255,7 @@ func validateSource(sc scope, s *Source, getenv func(string) string) {
 			sc.addf("secret_env", name, "environment variable %s is unset or empty", name)
 			continue
 		}
-		if err := signature.CheckSecret(scheme, v); err != nil {
+		if err := p.CheckSecret(v); err != nil {
 			sc.addf("secret_env", name, "environment variable %s: %v", name, err)
 			continue
 		}
@@ -290,130 +270,134 @@ func validateSource(sc scope, s *Source, getenv func(string) string) {
 	}
 
 	hasSecret := sc.present("secret", len(s.Secret) > 0) || sc.present("secret_env", len(s.SecretEnv) > 0)
-	if scheme == "none" {
+	if p.Unsigned {
 		if !s.Insecure {
-			sc.add("insecure", "", `must be true for verify = "none": requests are accepted unsigned`)
+			sc.addf("insecure", "", `must be true for verify = %q: requests are accepted unsigned`, scheme)
 		}
 		if hasSecret {
-			sc.add("secret", "", `verify = "none" takes no secret`)
+			sc.addf("secret", "", `verify = %q takes no secret`, scheme)
 		}
 	} else {
 		if !hasSecret {
 			sc.addf("secret", "", "required for verify = %q (set secret or secret_env)", scheme)
 		}
 		if s.Insecure {
-			sc.add("insecure", "true", `only for verify = "none"`)
+			sc.add("insecure", "true", onlyFor(func(p provider.Provider) bool { return p.Unsigned }))
 		}
 	}
 
-	if scheme == "hmac" || scheme == "token" {
+	if p.Header != "" {
 		if s.Header == "" {
-			sc.addf("header", "", "required for verify = %q (the header carrying the %s)", scheme,
-				map[string]string{"hmac": "signature", "token": "token"}[scheme])
-		} else if !validHeaderName(s.Header) {
+			sc.addf("header", "", "required for verify = %q (the header carrying the %s)", scheme, p.Header)
+		} else if !location.ValidHeaderName(s.Header) {
 			sc.add("header", s.Header, "not a valid header name")
 		}
 	} else if s.Header != "" {
-		sc.addf("header", s.Header, `only for verify = "hmac" or "token" (%q fixes its header)`, scheme)
+		sc.addf("header", s.Header, "%s (%q fixes its header)", onlyFor(func(p provider.Provider) bool { return p.Header != "" }), scheme)
 	}
 
-	if scheme == "hmac" {
-		s.Algorithm = strings.ToLower(s.Algorithm)
-		s.Encoding = strings.ToLower(s.Encoding)
-		if s.Algorithm == "" {
-			s.Algorithm = "sha256"
-		}
-		if s.Encoding == "" {
-			s.Encoding = "hex"
-		}
-		if s.Algorithm != "sha256" && s.Algorithm != "sha1" && s.Algorithm != "sha512" {
-			sc.add("algorithm", s.Algorithm, `want one of "sha256", "sha1", "sha512"`)
-		}
-		if s.Encoding != "hex" && s.Encoding != "base64" {
-			sc.add("encoding", s.Encoding, `want "hex" or "base64"`)
-		}
-	} else {
-		for _, kv := range [][2]string{{"algorithm", s.Algorithm}, {"encoding", s.Encoding}, {"prefix", s.Prefix}} {
-			if kv[1] != "" {
-				sc.add(kv[0], kv[1], `only for verify = "hmac"`)
+	// The scheme's other keys: a value is lower-cased and checked against
+	// the choices where the scheme has them, its first the default.
+	for _, kv := range []struct {
+		key string
+		val *string
+	}{{"algorithm", &s.Algorithm}, {"encoding", &s.Encoding}, {"prefix", &s.Prefix}} {
+		set, ok := p.Setting(kv.key)
+		switch {
+		case !ok:
+			if *kv.val != "" {
+				sc.add(kv.key, *kv.val, onlyFor(func(p provider.Provider) bool {
+					_, ok := p.Setting(kv.key)
+					return ok
+				}))
+			}
+		case set.Choices != nil:
+			*kv.val = strings.ToLower(*kv.val)
+			if *kv.val == "" {
+				*kv.val = set.Choices[0]
+			}
+			if !slices.Contains(set.Choices, *kv.val) {
+				sc.add(kv.key, *kv.val, "want "+oneOf(set.Choices))
 			}
 		}
 	}
 
-	if s.Tolerance != 0 && !pre.timestamp {
-		sc.addf("tolerance", s.Tolerance.String(), "%q signs no timestamp (tolerance applies to stripe, slack, standard)", scheme)
+	if s.Tolerance != 0 && p.Tolerance == 0 {
+		timed := schemesWhere(func(p provider.Provider) bool { return p.Tolerance > 0 })
+		sc.addf("tolerance", s.Tolerance.String(), "%q signs no timestamp (tolerance applies to %s)", scheme, strings.Join(timed, ", "))
 	} else if s.Tolerance > 0 && s.Tolerance < Duration(time.Second) {
 		sc.add("tolerance", s.Tolerance.String(), "must be at least 1s: signed timestamps count whole seconds, so a shorter tolerance refuses nearly every request")
 	}
 
 	if s.EventID == "" {
-		s.EventID = pre.eventID
+		s.EventID = p.EventID
 	}
 	if s.EventType == "" {
-		s.EventType = pre.eventType
+		s.EventType = p.EventType
 	}
 	if s.EventID == "" {
 		sc.addf("event_id", "", `required for verify = %q (e.g. "json:id" or "header:X-Event-Id")`, scheme)
-	} else if norm, msg := checkEventSpec(s.EventID, true); msg != "" {
-		sc.add("event_id", s.EventID, msg)
+	} else if loc, err := location.Parse(s.EventID, location.ID); err != nil {
+		sc.add("event_id", s.EventID, err.Error())
 	} else {
-		s.EventID = norm
+		s.EventID = loc.Spec()
 	}
 	if s.EventType != "" {
-		if norm, msg := checkEventSpec(s.EventType, false); msg != "" {
-			sc.add("event_type", s.EventType, msg)
+		if loc, err := location.Parse(s.EventType, location.Type); err != nil {
+			sc.add("event_type", s.EventType, err.Error())
 		} else {
-			s.EventType = norm
+			s.EventType = loc.Spec()
 		}
 	}
 }
 
-// checkEventSpec checks "header:Name", "json:a.b.c", "body-sha256" (event_id
-// only) and "auto", alone or as ","-separated alternatives, and returns the
-// spec with spaces around the alternatives removed, or a message.
-func checkEventSpec(spec string, isID bool) (string, string) {
-	const want = `want "header:Name", "json:a.b.c", "body-sha256" or "auto", alternatives separated by ","`
-	alts := strings.Split(spec, ",")
-	for i, a := range alts {
-		a = strings.TrimSpace(a)
-		alts[i] = a
-		switch {
-		case a == "":
-			return "", "empty alternative (" + want + ")"
-		case a == "auto":
-		case a == "body-sha256":
-			if !isID {
-				return "", `"body-sha256" is only for event_id`
-			}
-		case strings.HasPrefix(a, "header:"):
-			if !validHeaderName(a[len("header:"):]) {
-				return "", fmt.Sprintf("%q: want a header name after \"header:\"", a)
-			}
-		case strings.HasPrefix(a, "json:"):
-			p := a[len("json:"):]
-			if p == "" || slices.Contains(strings.Split(p, "."), "") {
-				return "", fmt.Sprintf("%q: want a dot-separated path after \"json:\", e.g. \"json:data.id\"", a)
-			}
-		default:
-			return "", fmt.Sprintf("%q: %s", a, want)
+// schemesWhere returns the names of the providers for which keep is true.
+func schemesWhere(keep func(provider.Provider) bool) []string {
+	var names []string
+	for _, p := range provider.All() {
+		if keep(p) {
+			names = append(names, p.Name)
 		}
 	}
-	return strings.Join(alts, ","), ""
+	return names
 }
 
-// validHeaderName reports whether h is an HTTP field name (RFC 9110 token).
-func validHeaderName(h string) bool {
-	if h == "" {
-		return false
+// onlyFor says which schemes take a key: the providers for which keep is true.
+func onlyFor(keep func(provider.Provider) bool) string {
+	return "only for verify = " + strings.Join(quoted(schemesWhere(keep)), " or ")
+}
+
+func quoted(values []string) []string {
+	q := make([]string, len(values))
+	for i, v := range values {
+		q[i] = strconv.Quote(v)
 	}
-	for i := 0; i < len(h); i++ {
-		c := h[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
-			continue
-		}
-		return false
+	return q
+}
+
+// oneOf says which of choices a value may be: "a" or "b"; one of "a", "b", "c".
+func oneOf(choices []string) string {
+	if len(choices) == 2 {
+		return strings.Join(quoted(choices), " or ")
 	}
-	return true
+	return "one of " + strings.Join(quoted(choices), ", ")
+}
+
+// ProviderOptions is what the source says of its provider, for
+// receiver.NewSource: the scheme, the resolved secrets, the scheme's own
+// keys and the event locations.
+func (s Source) ProviderOptions() provider.Options {
+	return provider.Options{
+		Scheme:    s.Verify,
+		Secrets:   s.Secrets,
+		Tolerance: s.Tolerance.D(),
+		Header:    s.Header,
+		Algorithm: s.Algorithm,
+		Encoding:  s.Encoding,
+		Prefix:    s.Prefix,
+		EventID:   s.EventID,
+		EventType: s.EventType,
+	}
 }
 
 func validateTarget(sc scope, t *Target, sources []Source) {

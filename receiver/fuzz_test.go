@@ -17,43 +17,9 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"hookbox/signature"
+	"hookbox/location"
+	"hookbox/provider"
 )
-
-func FuzzParseLocation(f *testing.F) {
-	for _, s := range []string{"json:id", "header:X-GitHub-Delivery", "json:a.b.c", "body-sha256", "auto",
-		"header:webhook-id,header:svix-id", "json:", "json:a..b", "header:", "auto:x", "", ",", " json:id , body-sha256 "} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		loc, err := ParseLocation(s)
-		if err != nil {
-			if loc != nil {
-				t.Fatalf("ParseLocation(%q) = %v with error %v, want nil", s, loc, err)
-			}
-			return
-		}
-		if want := strings.Count(s, ",") + 1; len(loc) != want {
-			t.Fatalf("ParseLocation(%q) has %d parts, want %d", s, len(loc), want)
-		}
-		for _, p := range loc {
-			switch p.kind {
-			case "header":
-				if p.name == "" || p.name != http.CanonicalHeaderKey(p.name) {
-					t.Fatalf("ParseLocation(%q): header name %q not canonical", s, p.name)
-				}
-			case "json":
-				if len(p.path) == 0 || slices.Contains(p.path, "") {
-					t.Fatalf("ParseLocation(%q): JSON path %q has an empty segment", s, p.path)
-				}
-			case "body-sha256", "auto":
-			default:
-				t.Fatalf("ParseLocation(%q): unknown kind %q", s, p.kind)
-			}
-		}
-		_ = loc.String()
-	})
-}
 
 // fuzzHeaders turns "Name: value" lines into a header.
 func fuzzHeaders(raw string) http.Header {
@@ -88,24 +54,22 @@ func FuzzExtract(f *testing.F) {
 	f.Add("json:id", "", []byte(`{"id":"a"} {"id":"b"}`), true)
 	f.Add("json:id", "", []byte(strings.Repeat("[", 20000)), true)
 	f.Fuzz(func(t *testing.T, where, rawHeaders string, body []byte, isID bool) {
-		loc, err := ParseLocation(where)
+		field := location.Type
+		if isID {
+			field = location.ID
+		}
+		loc, err := location.Parse(where, field)
 		if err != nil {
 			return
 		}
-		h := fuzzHeaders(rawHeaders)
-		decoded := 0
-		getDoc := func() (any, error) {
-			decoded++
-			return decodeJSON(body)
-		}
-		v, err := loc.extract(h, body, getDoc, isID)
+		v, err := loc.Find(&location.Request{Header: fuzzHeaders(rawHeaders), Body: body})
 		switch {
 		case err == nil && isID && v == "":
-			t.Fatalf("extract(%q) found an empty id", where)
-		case err != nil && !errors.Is(err, errNotFound) && !strings.HasPrefix(err.Error(), "body is not valid JSON"):
-			t.Fatalf("extract(%q): unexpected error %v", where, err)
+			t.Fatalf("Find(%q) found an empty id", where)
+		case err != nil && !errors.Is(err, location.ErrNotFound) && !strings.HasPrefix(err.Error(), "body is not valid JSON"):
+			t.Fatalf("Find(%q): unexpected error %v", where, err)
 		case err != nil && v != "":
-			t.Fatalf("extract(%q) = %q with error %v", where, v, err)
+			t.Fatalf("Find(%q) = %q with error %v", where, v, err)
 		}
 		if err == nil {
 			_ = validValue(v) // must not panic on any value
@@ -120,7 +84,7 @@ type fuzzStore struct {
 
 func (s fuzzStore) Ingest(ctx context.Context, e *Event) (Result, error) { return s.ingest(ctx, e) }
 
-// fuzzVector is one case of signature/testdata/signatures.json.
+// fuzzVector is one case of provider/testdata/signatures.json.
 type fuzzVector struct {
 	Provider    string            `json:"provider"`
 	Secret      string            `json:"secret"`
@@ -147,7 +111,7 @@ var fuzzEncoding = regexp.MustCompile(`encoding=(hex|base64)`)
 // fuzzSources builds one source per preset the vectors cover, each holding
 // every secret its vectors use, and returns the vectors as seeds.
 func fuzzSources(f testing.TB) (map[string]*fuzzSource, []fuzzVector) {
-	b, err := os.ReadFile("../signature/testdata/signatures.json")
+	b, err := os.ReadFile("../provider/testdata/signatures.json")
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -155,22 +119,17 @@ func fuzzSources(f testing.TB) (map[string]*fuzzSource, []fuzzVector) {
 	if err := json.Unmarshal(b, &vs); err != nil {
 		f.Fatal(err)
 	}
-	loc := func(s string) Location {
-		l, err := ParseLocation(s)
-		if err != nil {
-			f.Fatal(err)
-		}
-		return l
-	}
+	// Each source is built from its provider, as serve builds it: the
+	// verifier, the default locations, the handshake and the redaction.
 	srcs := map[string]*fuzzSource{
-		"stripe":   {Source: Source{EventID: loc("json:id"), EventType: loc("json:type")}},
-		"github":   {Source: Source{EventID: loc("header:X-GitHub-Delivery"), EventType: loc("header:X-GitHub-Event")}},
-		"shopify":  {Source: Source{EventID: loc("header:X-Shopify-Webhook-Id"), EventType: loc("header:X-Shopify-Topic")}},
-		"slack":    {Source: Source{EventID: loc("json:event_id"), EventType: loc("json:event.type"), Slack: true}},
-		"standard": {Source: Source{EventID: loc("header:webhook-id,header:svix-id"), EventType: loc("json:type")}},
-		"gitlab":   {Source: Source{EventID: loc("header:X-Gitlab-Event-UUID"), EventType: loc("header:X-Gitlab-Event"), Redact: []string{"X-Gitlab-Token"}}, token: "X-Gitlab-Token"},
-		"hmac":     {Source: Source{EventID: loc("body-sha256")}},
-		"hmac64":   {Source: Source{EventID: loc("body-sha256")}},
+		"stripe":   {},
+		"github":   {},
+		"shopify":  {},
+		"slack":    {},
+		"standard": {},
+		"gitlab":   {token: "X-Gitlab-Token"},
+		"hmac":     {},
+		"hmac64":   {},
 	}
 	name := func(v fuzzVector) string {
 		switch v.Provider {
@@ -200,18 +159,18 @@ func fuzzSources(f testing.TB) (map[string]*fuzzSource, []fuzzVector) {
 		}
 	}
 	for n, s := range srcs {
-		o := signature.Options{Scheme: n, Secrets: s.secrets}
+		o := provider.Options{Scheme: n, Secrets: s.secrets}
 		switch n {
 		case "hmac":
-			o.Header, o.Prefix, o.Encoding = "X-Signature", "sha256=", "hex"
+			o.Header, o.Prefix, o.Encoding, o.EventID = "X-Signature", "sha256=", "hex", "body-sha256"
 		case "hmac64":
-			o.Scheme, o.Header, o.Encoding = "hmac", "X-Signature", "base64"
+			o.Scheme, o.Header, o.Encoding, o.EventID = "hmac", "X-Signature", "base64", "body-sha256"
 		}
-		v, err := signature.New(o)
+		src, err := NewSource(n, 0, o)
 		if err != nil {
 			f.Fatalf("source %s: %v", n, err)
 		}
-		s.Name, s.Verifier = n, v
+		s.Source = src
 	}
 	return srcs, seeds
 }
@@ -295,9 +254,9 @@ func FuzzServeHTTP(f *testing.F) {
 	})
 }
 
-func mustLocation(tb testing.TB, s string) Location {
+func mustLocation(tb testing.TB, s string) location.Location {
 	tb.Helper()
-	l, err := ParseLocation(s)
+	l, err := location.Parse(s, location.ID)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -19,8 +19,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"hookbox/location"
+	"hookbox/provider"
 	"hookbox/receiver"
-	"hookbox/signature"
 )
 
 // recorder is a Store that keeps what it was given.
@@ -37,50 +38,12 @@ func (r *recorder) Ingest(ctx context.Context, e *receiver.Event) (receiver.Resu
 	return receiver.Result{}, nil
 }
 
-func TestParseLocation(t *testing.T) {
-	for _, c := range []struct {
-		in      string
-		want    string // String(), "" for an error
-		wantErr string
-	}{
-		{"header:X-GitHub-Delivery", "header X-Github-Delivery", ""},
-		{"json:id", "JSON field id", ""},
-		{"json:data.object.id", "JSON field data.object.id", ""},
-		{"body-sha256", "body-sha256", ""},
-		{"auto", "auto (the usual headers, then the JSON id or type field)", ""},
-		{"header:webhook-id, header:svix-id", "header Webhook-Id or header Svix-Id", ""},
-		{"json:event_id,body-sha256", "JSON field event_id or body-sha256", ""},
-		{"header:", "", "header name is empty"},
-		{"json:", "", "empty segment"},
-		{"json:a..b", "", "empty segment"},
-		{"body-sha256:x", "", "takes no argument"},
-		{"query:id", "", "want header:NAME"},
-		{"", "", "want header:NAME"},
-	} {
-		t.Run(c.in, func(t *testing.T) {
-			loc, err := receiver.ParseLocation(c.in)
-			if c.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-					t.Fatalf("ParseLocation(%q) err=%v, want one containing %q", c.in, err, c.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("ParseLocation(%q): %v", c.in, err)
-			}
-			if got := loc.String(); got != c.want {
-				t.Fatalf("String()=%q, want %q", got, c.want)
-			}
-		})
-	}
-}
-
-func mustLocation(tb testing.TB, s string) receiver.Location {
+func mustLocation(tb testing.TB, s string, f location.Field) location.Location {
 	tb.Helper()
 	if s == "" {
 		return nil
 	}
-	loc, err := receiver.ParseLocation(s)
+	loc, err := location.Parse(s, f)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -137,7 +100,7 @@ func TestExtract(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			st := &recorder{}
 			srv := receiver.New(receiver.Config{
-				Sources: []receiver.Source{{Name: "src", EventID: mustLocation(t, c.id), EventType: mustLocation(t, c.typ)}},
+				Sources: []receiver.Source{{Name: "src", EventID: mustLocation(t, c.id, location.ID), EventType: mustLocation(t, c.typ, location.Type)}},
 				Logger:  zerolog.Nop(),
 			}, st)
 			req := httptest.NewRequest(http.MethodPost, "/hooks/src", strings.NewReader(c.body))
@@ -182,7 +145,7 @@ func TestServer_StoreFailure(t *testing.T) {
 		return receiver.Result{}, errors.New("disk I/O error at /secret/path")
 	}}
 	srv := receiver.New(receiver.Config{
-		Sources: []receiver.Source{{Name: "src", EventID: mustLocation(t, "json:id")}},
+		Sources: []receiver.Source{{Name: "src", EventID: mustLocation(t, "json:id", location.ID)}},
 		Logger:  zerolog.Nop(),
 	}, st)
 	w := httptest.NewRecorder()
@@ -198,7 +161,7 @@ func TestServer_StoreFailure(t *testing.T) {
 func TestServer_Redact(t *testing.T) {
 	st := &recorder{}
 	srv := receiver.New(receiver.Config{
-		Sources: []receiver.Source{{Name: "src", EventID: mustLocation(t, "json:id"), Redact: []string{"X-Gitlab-Token"}}},
+		Sources: []receiver.Source{{Name: "src", EventID: mustLocation(t, "json:id", location.ID), Redact: []string{"X-Gitlab-Token"}}},
 		Now:     func() time.Time { return time.Unix(1700000000, 0) },
 		Logger:  zerolog.Nop(),
 	}, st)
@@ -224,7 +187,7 @@ func TestServer_Redact(t *testing.T) {
 func TestServer_RedactsCredentialHeaders(t *testing.T) {
 	st := &recorder{}
 	srv := receiver.New(receiver.Config{
-		Sources: []receiver.Source{{Name: "src", EventID: mustLocation(t, "json:id"), Redact: []string{"x-my-sig"}}},
+		Sources: []receiver.Source{{Name: "src", EventID: mustLocation(t, "json:id", location.ID), Redact: []string{"x-my-sig"}}},
 		Logger:  zerolog.Nop(),
 	}, st)
 	req := httptest.NewRequest(http.MethodPost, "/hooks/src", strings.NewReader(`{"id":"e1"}`))
@@ -256,13 +219,13 @@ func TestServer_RedactsCredentialHeaders(t *testing.T) {
 // A failed signature check tells the sender what failed and the operator's
 // log what to check; the answer never names the configuration.
 func TestServer_SignatureFailureHints(t *testing.T) {
-	v, err := signature.New(signature.Options{Scheme: "github", Secrets: []string{"s3cret"}})
+	v, err := provider.New(provider.Options{Scheme: "github", Secrets: []string{"s3cret"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var log strings.Builder
 	srv := receiver.New(receiver.Config{
-		Sources: []receiver.Source{{Name: "gh", Verifier: v, EventID: mustLocation(t, "header:X-GitHub-Delivery")}},
+		Sources: []receiver.Source{{Name: "gh", Verifier: v, EventID: mustLocation(t, "header:X-GitHub-Delivery", location.ID)}},
 		Logger:  zerolog.New(&log),
 	}, &recorder{})
 	req := httptest.NewRequest(http.MethodPost, "/hooks/gh", strings.NewReader(`{}`))
@@ -286,7 +249,7 @@ func TestServer_SignatureFailureHints(t *testing.T) {
 func TestServer_HTTPErrorsGoToTheLogger(t *testing.T) {
 	var logs safeBuffer
 	srv := receiver.New(receiver.Config{
-		Sources: []receiver.Source{{Name: "src", EventID: mustLocation(t, "json:id")}},
+		Sources: []receiver.Source{{Name: "src", EventID: mustLocation(t, "json:id", location.ID)}},
 		Logger:  zerolog.New(&logs),
 	}, &recorder{IngestFn: func(context.Context, *receiver.Event) (receiver.Result, error) {
 		panic("a bug in the store")
@@ -358,7 +321,7 @@ func TestServer_SenderGoneWhileStoring(t *testing.T) {
 		return receiver.Result{}, ctx.Err()
 	}}
 	srv := receiver.New(receiver.Config{
-		Sources: []receiver.Source{{Name: "src", EventID: mustLocation(t, "json:id")}},
+		Sources: []receiver.Source{{Name: "src", EventID: mustLocation(t, "json:id", location.ID)}},
 		Logger:  zerolog.New(&logs),
 	}, st)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -405,7 +368,7 @@ func TestServer_HalfClosedSenderGetsNo200(t *testing.T) {
 		}
 	}}
 	srv := receiver.New(receiver.Config{
-		Sources: []receiver.Source{{Name: "src", EventID: mustLocation(t, "json:id")}},
+		Sources: []receiver.Source{{Name: "src", EventID: mustLocation(t, "json:id", location.ID)}},
 		Logger:  zerolog.Nop(),
 	}, st)
 	ts := httptest.NewServer(srv)
@@ -435,14 +398,14 @@ func TestServer_HalfClosedSenderGetsNo200(t *testing.T) {
 // each; the next line let through says how many were not logged, and
 // hookbox_rejected_total still counts every one.
 func TestServer_RefusedSignatureLogIsLimited(t *testing.T) {
-	v, err := signature.New(signature.Options{Scheme: "github", Secrets: []string{"s3cret"}})
+	v, err := provider.New(provider.Options{Scheme: "github", Secrets: []string{"s3cret"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var logs strings.Builder
 	now := time.Unix(1700000000, 0)
 	srv := receiver.New(receiver.Config{
-		Sources: []receiver.Source{{Name: "gh", Verifier: v, EventID: mustLocation(t, "header:X-GitHub-Delivery")}},
+		Sources: []receiver.Source{{Name: "gh", Verifier: v, EventID: mustLocation(t, "header:X-GitHub-Delivery", location.ID)}},
 		Now:     func() time.Time { return now },
 		Logger:  zerolog.New(&logs),
 	}, &recorder{})

@@ -7,6 +7,8 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,7 +25,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"hookbox/signature"
+	"hookbox/location"
+	"hookbox/provider"
 )
 
 // Event is a verified webhook, ready to store.
@@ -49,17 +52,20 @@ type Store interface {
 	Ingest(ctx context.Context, e *Event) (Result, error)
 }
 
-// Source is one configured sender.
+// Source is one configured sender; NewSource builds it from its provider.
 type Source struct {
 	Name      string
-	Verifier  signature.Verifier
-	EventID   Location
-	EventType Location
+	Verifier  provider.Verifier
+	EventID   location.Location
+	EventType location.Location
 	MaxBody   int64 // 0: the server's
-	// Slack answers url_verification requests with their challenge.
-	Slack bool
-	// Redact lists headers whose values are secrets (token schemes): they
-	// are stored as "[redacted]".
+	// Handshake, if set, is asked about each verified request whose body
+	// is JSON, before its event id is looked for: a request it answers
+	// (Slack's url_verification) gets reply as JSON and is not stored.
+	Handshake func(h http.Header, doc any) (reply any, ok bool)
+	// Redact lists headers whose values are secrets (a token, a signature
+	// under a name of the user's choosing): they are stored as
+	// "[redacted]", as are those credentialHeader recognises.
 	Redact []string
 }
 
@@ -115,7 +121,7 @@ type Server struct {
 	sources  map[string]*Source
 	store    Store
 	log      zerolog.Logger
-	auto     *Source
+	auto     *Source // the local sink's: any name, unsigned, ids found or made up
 	http     *http.Server
 	ln       net.Listener
 	Counters Counters
@@ -173,8 +179,9 @@ func New(cfg Config, st Store) *Server {
 		s.sources[src.Name] = src
 	}
 	if cfg.AnySource {
-		auto, _ := ParseLocation("auto")
-		s.auto = &Source{EventID: append(auto, locPart{kind: "generate"}), EventType: auto, MaxBody: cfg.MaxBody}
+		id, _ := location.Parse("auto", location.ID)
+		typ, _ := location.Parse("auto", location.Type)
+		s.auto = &Source{EventID: id, EventType: typ, MaxBody: cfg.MaxBody}
 	}
 	s.http = &http.Server{
 		Handler:           s,
@@ -397,28 +404,13 @@ func (s *Server) source(name string) (*Source, error) {
 	return nil, &Error{Status: http.StatusNotFound, Msg: "unknown source " + strconv.Quote(name)}
 }
 
-// lazyDoc decodes body as JSON the first time it is asked, if ever: a
-// source whose id and type come from headers never pays for it.
-func lazyDoc(body []byte) func() (any, error) {
-	var doc any
-	var err error
-	decoded := false
-	return func() (any, error) {
-		if !decoded {
-			doc, err = decodeJSON(body)
-			decoded = true
-		}
-		return doc, err
-	}
-}
-
 // verifyHint is what the operator should check after a failed signature
 // check, for the log only: the sender's answer does not name configuration.
 func verifyHint(err error) error {
 	switch {
-	case errors.Is(err, signature.ErrMismatch):
+	case errors.Is(err, provider.ErrMismatch):
 		return errors.New("no secret of this source matches: compare its secret (or secret_env) with the sender's signing secret")
-	case errors.Is(err, signature.ErrTimestamp):
+	case errors.Is(err, provider.ErrTimestamp):
 		return errors.New("check the sender's and this host's clocks, or raise the source's tolerance")
 	}
 	return nil
@@ -440,17 +432,23 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request, src *Source, name 
 			return nil, &Error{Status: http.StatusUnauthorized, Msg: "signature check failed: " + err.Error(), Err: verifyHint(err)}
 		}
 	}
-	getDoc := lazyDoc(body)
-	if src.Slack {
-		if d, err := getDoc(); err == nil {
-			if m, ok := d.(map[string]any); ok && m["type"] == "url_verification" {
-				challenge, _ := m["challenge"].(string)
-				writeJSON(w, http.StatusOK, map[string]string{"challenge": challenge})
+	// Decoded as JSON once, if a location or the handshake asks: a source
+	// whose id and type come from headers never pays for it.
+	req := location.Request{Header: r.Header, Body: body}
+	if src.Handshake != nil {
+		if doc, err := req.JSON(); err == nil {
+			if reply, ok := src.Handshake(r.Header, doc); ok {
+				writeJSON(w, http.StatusOK, reply)
 				return nil, nil
 			}
 		}
 	}
-	id, err := src.EventID.extract(r.Header, body, getDoc, true)
+	id, err := src.EventID.Find(&req)
+	if err != nil && src == s.auto {
+		// The local sink stores whatever it gets: a request carrying no
+		// id gets a made-up one (and so is never a duplicate).
+		id, err = generatedID(), nil
+	}
 	if err != nil {
 		return nil, &Error{Status: http.StatusBadRequest, Msg: "no event id: looked in " + src.EventID.String() + detail(err)}
 	}
@@ -464,7 +462,7 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request, src *Source, name 
 		// (a Slack slash command is form-encoded), or when the type found
 		// is not storable (too long, control characters). It is stored
 		// untyped: refusing it would refuse the event at every resend.
-		typ, _ = src.EventType.extract(r.Header, body, getDoc, false)
+		typ, _ = src.EventType.Find(&req)
 		if err := validValue(typ); err != nil {
 			s.log.Warn().Str("source", src.Name).Str("event_id", id).
 				Msg("event type from " + src.EventType.String() + " " + err.Error() + ": stored without a type")
@@ -502,10 +500,17 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request, src *Source, name 
 }
 
 func detail(err error) string {
-	if errors.Is(err, errNotFound) {
+	if errors.Is(err, location.ErrNotFound) {
 		return ""
 	}
 	return ": " + err.Error()
+}
+
+// generatedID is an event id for a request that carries none.
+func generatedID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "gen_" + hex.EncodeToString(b[:])
 }
 
 // credentialHeader reports whether a header's value is a credential or a

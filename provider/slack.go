@@ -1,4 +1,4 @@
-package signature
+package provider
 
 import (
 	"crypto/hmac"
@@ -13,6 +13,31 @@ const (
 	slackSigHeader = "X-Slack-Signature"
 	slackTSHeader  = "X-Slack-Request-Timestamp"
 )
+
+// slackProvider: Events API requests carry their id and type in the JSON
+// body. A new Request URL is first sent a signed url_verification, which
+// must be answered with its challenge.
+var slackProvider = Provider{
+	Name:      "slack",
+	EventID:   "json:event_id",
+	EventType: "json:event.type",
+	Tolerance: 5 * time.Minute, // as Slack's SDKs
+	Redact:    []string{slackSigHeader},
+	Handshake: slackHandshake,
+	verifier: func(o Options) (Verifier, error) {
+		return &slackVerifier{keys: rawKeys(sha256.New, o.Secrets), tol: o.Tolerance}, nil
+	},
+}
+
+// slackHandshake answers url_verification with its challenge.
+func slackHandshake(_ http.Header, doc any) (any, bool) {
+	m, ok := doc.(map[string]any)
+	if !ok || m["type"] != "url_verification" {
+		return nil, false
+	}
+	challenge, _ := m["challenge"].(string)
+	return map[string]string{"challenge": challenge}, true
+}
 
 // slackVerifier checks X-Slack-Signature: v0=<hex of HMAC-SHA256 over
 // "v0:<ts>:<body>">, with ts from X-Slack-Request-Timestamp. Slack's SDKs

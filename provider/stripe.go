@@ -1,7 +1,8 @@
-package signature
+package provider
 
 import (
 	"crypto/hmac"
+	"crypto/sha256"
 	"fmt"
 	"net/http"
 	"strings"
@@ -9,6 +10,20 @@ import (
 )
 
 const stripeHeader = "Stripe-Signature"
+
+// stripeProvider: the event id and type are the JSON body's own; the
+// signature covers a timestamp, accepted 5 minutes old as Stripe's SDKs do.
+var stripeProvider = Provider{
+	Name:      "stripe",
+	EventID:   "json:id",
+	EventType: "json:type",
+	Tolerance: 5 * time.Minute,
+	Redact:    []string{stripeHeader},
+	verifier: func(o Options) (Verifier, error) {
+		// Stripe keys the HMAC with the whole "whsec_..." string, undecoded.
+		return &stripeVerifier{keys: rawKeys(sha256.New, o.Secrets), tol: o.Tolerance}, nil
+	},
+}
 
 // stripeVerifier checks Stripe-Signature: t=<unix>,v1=<hex>[,v1=<hex>][,v0=...].
 // The signed payload is "<t>.<body>" under HMAC-SHA256 keyed with the whole

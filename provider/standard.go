@@ -1,8 +1,10 @@
-package signature
+package provider
 
 import (
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -14,6 +16,53 @@ var (
 	standardHeaders = [3]string{"Webhook-Id", "Webhook-Timestamp", "Webhook-Signature"}
 	svixHeaders     = [3]string{"Svix-Id", "Svix-Timestamp", "Svix-Signature"}
 )
+
+// standardProvider is Standard Webhooks, and Svix, which the spec grew
+// out of. The signed id header is the event id; the type is the JSON
+// body's. Secrets are "whsec_" and the base64 of the key.
+var standardProvider = Provider{
+	Name:      "standard",
+	EventID:   "header:webhook-id,header:svix-id",
+	EventType: "json:type",
+	Tolerance: 5 * time.Minute, // the spec's
+	Redact:    []string{standardHeaders[2], svixHeaders[2]},
+	verifier: func(o Options) (Verifier, error) {
+		keys := make([]*macKey, len(o.Secrets))
+		for i, s := range o.Secrets {
+			k, err := decodeWhsec(s)
+			if err != nil {
+				return nil, fmt.Errorf("signature: standard: secret %d: %w", i+1, err)
+			}
+			keys[i] = newMACKey(sha256.New, k)
+		}
+		return &standardVerifier{keys: keys, tol: o.Tolerance}, nil
+	},
+	secret: func(s string) error {
+		_, err := decodeWhsec(s)
+		return err
+	},
+}
+
+// decodeWhsec turns a Standard Webhooks secret into HMAC key bytes: the
+// "whsec_" prefix is dropped and the rest is standard base64, padded or not
+// (the spec's own examples are padded, some dashboards show them unpadded).
+func decodeWhsec(s string) ([]byte, error) {
+	b64 := strings.TrimPrefix(s, "whsec_")
+	enc := base64.StdEncoding
+	if !strings.HasSuffix(b64, "=") && len(b64)%4 != 0 {
+		enc = base64.RawStdEncoding
+	}
+	k, err := enc.DecodeString(b64)
+	if err != nil {
+		// The base64 error quotes an offset, not the input, but keep the
+		// message fixed so no part of the secret can ever reach a log.
+		return nil, errors.New("want whsec_ followed by base64, exactly as the sender's dashboard shows it")
+	}
+	if len(k) == 0 {
+		return nil, errors.New("empty key after the whsec_ prefix")
+	}
+	return k, nil
+}
 
 // standardVerifier checks Standard Webhooks (and Svix) requests: HMAC-SHA256
 // over "<id>.<timestamp>.<body>" keyed with the base64-decoded whsec_ secret,

@@ -1,4 +1,4 @@
-package signature_test
+package provider_test
 
 import (
 	"bytes"
@@ -6,14 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"hookbox/signature"
+	"hookbox/provider"
 )
 
 func BenchmarkVerify(b *testing.B) {
 	body := bytes.Repeat([]byte(`{"k":"v"},`), 103)[:1024]
 	now := time.Unix(1700000000, 0)
 	none := fixture{
-		name: "none", opts: signature.Options{Scheme: "none"},
+		name: "none", opts: provider.Options{Scheme: "none"},
 		sign: func(testing.TB, string, []byte, time.Time) (http.Header, string) { return http.Header{}, "" },
 	}
 	for _, f := range append(fixtures(), none) {

@@ -1,4 +1,4 @@
-package signature_test
+package provider_test
 
 import (
 	"net/http"
@@ -7,15 +7,15 @@ import (
 	"testing"
 	"time"
 
-	"hookbox/signature"
+	"hookbox/provider"
 )
 
 // fuzzSetup builds one verifier holding every secret of a provider's cases,
 // and the bodies its valid cases sign. The fuzz property is that a body the
 // sender never signed is never accepted, whatever the headers say.
-func fuzzSetup(f *testing.F, provider string, o signature.Options) (signature.Verifier, []vector, [][]byte, []string) {
+func fuzzSetup(f *testing.F, name string, o provider.Options) (provider.Verifier, []vector, [][]byte, []string) {
 	f.Helper()
-	cases := vectorsOf(f, provider)
+	cases := vectorsOf(f, name)
 	var signed [][]byte
 	var secrets []string
 	for _, c := range cases {
@@ -39,7 +39,7 @@ func checkFuzz(t *testing.T, err error, body []byte, signed [][]byte, secrets []
 }
 
 func FuzzStripe(f *testing.F) {
-	v, cases, signed, secrets := fuzzSetup(f, "stripe", signature.Options{Scheme: "stripe"})
+	v, cases, signed, secrets := fuzzSetup(f, "stripe", provider.Options{Scheme: "stripe"})
 	for _, c := range cases {
 		f.Add(c.Headers["Stripe-Signature"], []byte(c.Body), c.NowUnix)
 	}
@@ -52,7 +52,7 @@ func FuzzStripe(f *testing.F) {
 }
 
 func FuzzStandard(f *testing.F) {
-	v, cases, signed, secrets := fuzzSetup(f, "standard-webhooks", signature.Options{Scheme: "standard"})
+	v, cases, signed, secrets := fuzzSetup(f, "standard-webhooks", provider.Options{Scheme: "standard"})
 	for _, c := range append(cases, vectorsOf(f, "svix")...) {
 		hv := func(name string) string { return c.Headers["webhook-"+name] + c.Headers["svix-"+name] }
 		f.Add(hv("id"), hv("timestamp"), hv("signature"), []byte(c.Body), c.NowUnix)
@@ -67,7 +67,7 @@ func FuzzStandard(f *testing.F) {
 }
 
 func FuzzSlack(f *testing.F) {
-	v, cases, signed, secrets := fuzzSetup(f, "slack", signature.Options{Scheme: "slack"})
+	v, cases, signed, secrets := fuzzSetup(f, "slack", provider.Options{Scheme: "slack"})
 	for _, c := range cases {
 		f.Add(c.Headers["X-Slack-Signature"], c.Headers["X-Slack-Request-Timestamp"], []byte(c.Body), c.NowUnix)
 	}
@@ -80,7 +80,7 @@ func FuzzSlack(f *testing.F) {
 }
 
 func FuzzGitHub(f *testing.F) {
-	v, cases, signed, secrets := fuzzSetup(f, "github", signature.Options{Scheme: "github"})
+	v, cases, signed, secrets := fuzzSetup(f, "github", provider.Options{Scheme: "github"})
 	for _, c := range cases {
 		f.Add(c.Headers["X-Hub-Signature-256"], []byte(c.Body))
 	}
@@ -92,7 +92,7 @@ func FuzzGitHub(f *testing.F) {
 }
 
 func FuzzShopify(f *testing.F) {
-	v, cases, signed, secrets := fuzzSetup(f, "shopify", signature.Options{Scheme: "shopify"})
+	v, cases, signed, secrets := fuzzSetup(f, "shopify", provider.Options{Scheme: "shopify"})
 	for _, c := range cases {
 		f.Add(c.Headers["X-Shopify-Hmac-Sha256"], []byte(c.Body))
 	}
@@ -106,7 +106,7 @@ func FuzzShopify(f *testing.F) {
 func FuzzHMAC(f *testing.F) {
 	cases := vectorsOf(f, "generic-hmac-sha256")
 	// One verifier per configuration the cases use, keyed by encoding.
-	verifiers := map[bool]signature.Verifier{}
+	verifiers := map[bool]provider.Verifier{}
 	signed := map[bool][][]byte{}
 	var secrets []string
 	for _, c := range cases {
@@ -133,7 +133,7 @@ func FuzzHMAC(f *testing.F) {
 }
 
 func FuzzGitLab(f *testing.F) {
-	v, cases, _, secrets := fuzzSetup(f, "gitlab", signature.Options{Scheme: "gitlab"})
+	v, cases, _, secrets := fuzzSetup(f, "gitlab", provider.Options{Scheme: "gitlab"})
 	for _, c := range cases {
 		f.Add(c.Headers["X-Gitlab-Token"])
 	}

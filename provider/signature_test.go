@@ -1,4 +1,4 @@
-package signature_test
+package provider_test
 
 import (
 	"crypto/sha256"
@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"hookbox/signature"
+	"hookbox/provider"
 )
 
 func TestVerify_Vectors(t *testing.T) {
@@ -21,7 +21,11 @@ func TestVerify_Vectors(t *testing.T) {
 	checked := map[string]int{}
 	for _, c := range vs {
 		t.Run(c.Provider+"/"+c.Name, func(t *testing.T) {
-			if why, ok := notPresets[c.Provider]; ok {
+			if _, ok := provider.Lookup(vectorScheme(c)); !ok {
+				why, listed := notPresets[c.Provider]
+				if !listed {
+					t.Fatalf("provider %q is neither in the registry nor listed in notPresets", c.Provider)
+				}
 				t.Skip(why)
 			}
 			v := mustNew(t, vectorOptions(t, c))
@@ -53,7 +57,7 @@ func TestVerify_Vectors(t *testing.T) {
 	}
 	skipped := 0
 	for _, c := range vs {
-		if _, ok := notPresets[c.Provider]; ok {
+		if _, ok := provider.Lookup(vectorScheme(c)); !ok {
 			skipped++
 		}
 	}
@@ -80,11 +84,11 @@ func TestVerify_TamperedBody(t *testing.T) {
 					continue
 				}
 				_, good := f.sign(t, f.secrets[0], tampered, now)
-				wantErr(t, err, signature.ErrMismatch, f.secrets[0], sig, good)
+				wantErr(t, err, provider.ErrMismatch, f.secrets[0], sig, good)
 			}
 			if f.signsBody {
-				wantErr(t, v.Verify(h, append(body, ' '), now), signature.ErrMismatch)
-				wantErr(t, v.Verify(h, nil, now), signature.ErrMismatch)
+				wantErr(t, v.Verify(h, append(body, ' '), now), provider.ErrMismatch)
+				wantErr(t, v.Verify(h, nil, now), provider.ErrMismatch)
 			}
 		})
 	}
@@ -102,7 +106,7 @@ func TestVerify_Rotation(t *testing.T) {
 				wantErr(t, v.Verify(h, body, now), nil)
 			}
 			h, sig := f.sign(t, other, body, now)
-			wantErr(t, v.Verify(h, body, now), signature.ErrMismatch, old, cur, other, sig)
+			wantErr(t, v.Verify(h, body, now), provider.ErrMismatch, old, cur, other, sig)
 		})
 	}
 }
@@ -117,22 +121,22 @@ func TestVerify_Tolerance(t *testing.T) {
 		want      error
 	}{
 		{"stripe", 0, -300 * time.Second, nil},
-		{"stripe", 0, -301 * time.Second, signature.ErrTimestamp},
+		{"stripe", 0, -301 * time.Second, provider.ErrTimestamp},
 		{"stripe", 0, 301 * time.Second, nil}, // future accepted, as stripe-go does
 		{"stripe", 0, 24 * time.Hour, nil},
 		{"stripe", 10 * time.Second, -10 * time.Second, nil},
-		{"stripe", 10 * time.Second, -11 * time.Second, signature.ErrTimestamp},
+		{"stripe", 10 * time.Second, -11 * time.Second, provider.ErrTimestamp},
 		{"slack", 0, -300 * time.Second, nil},
-		{"slack", 0, -301 * time.Second, signature.ErrTimestamp},
+		{"slack", 0, -301 * time.Second, provider.ErrTimestamp},
 		{"slack", 0, 300 * time.Second, nil},
-		{"slack", 0, 301 * time.Second, signature.ErrTimestamp},
+		{"slack", 0, 301 * time.Second, provider.ErrTimestamp},
 		{"slack", time.Hour, -3600 * time.Second, nil},
-		{"slack", time.Hour, 3601 * time.Second, signature.ErrTimestamp},
+		{"slack", time.Hour, 3601 * time.Second, provider.ErrTimestamp},
 		{"standard", 0, -300 * time.Second, nil},
-		{"standard", 0, -301 * time.Second, signature.ErrTimestamp},
+		{"standard", 0, -301 * time.Second, provider.ErrTimestamp},
 		{"standard", 0, 300 * time.Second, nil},
-		{"standard", 0, 301 * time.Second, signature.ErrTimestamp},
-		{"standard", 30 * time.Second, 31 * time.Second, signature.ErrTimestamp},
+		{"standard", 0, 301 * time.Second, provider.ErrTimestamp},
+		{"standard", 30 * time.Second, 31 * time.Second, provider.ErrTimestamp},
 	}
 	byName := map[string]fixture{}
 	for _, f := range fixtures() {
@@ -202,26 +206,26 @@ func TestVerify_Stripe(t *testing.T) {
 	runHostile(t, f, testNow, testBody, []hostile{
 		{"Valid", nil, nil},
 		{"Lower-case header name", map[string]string{"stripe-signature": "t=1700000000,v1={sig}"}, nil},
-		{"Missing", map[string]string{"Stripe-Signature": del}, signature.ErrMissing},
-		{"Empty", map[string]string{"Stripe-Signature": ""}, signature.ErrMissing},
-		{"Truncated", map[string]string{"Stripe-Signature": "t=1700000000,v1=4f1cd7fe"}, signature.ErrMalformed},
-		{"Truncated at t", map[string]string{"Stripe-Signature": "t=17000"}, signature.ErrMalformed},
-		{"Non-hex", map[string]string{"Stripe-Signature": "t=1700000000,v1=" + strings.Repeat("zz", 32)}, signature.ErrMalformed},
-		{"Odd length hex", map[string]string{"Stripe-Signature": "t=1700000000,v1=" + zeros64[:63]}, signature.ErrMalformed},
-		{"Only v0", map[string]string{"Stripe-Signature": "t=1700000000,v0={sig}"}, signature.ErrMalformed},
-		{"No timestamp", map[string]string{"Stripe-Signature": "v1={sig}"}, signature.ErrMalformed},
-		{"Two timestamps", map[string]string{"Stripe-Signature": "t=1700000000,t=1700000000,v1={sig}"}, signature.ErrMalformed},
-		{"Entry without equals", map[string]string{"Stripe-Signature": "t=1700000000,v1{sig}"}, signature.ErrMalformed},
-		{"Non-numeric timestamp", map[string]string{"Stripe-Signature": "t=17e8,v1={sig}"}, signature.ErrMalformed},
-		{"Negative timestamp", map[string]string{"Stripe-Signature": "t=-1700000000,v1={sig}"}, signature.ErrMalformed},
-		{"Overflowing timestamp", map[string]string{"Stripe-Signature": "t=99999999999999999999,v1={sig}"}, signature.ErrMalformed},
-		{"Far-future timestamp", map[string]string{"Stripe-Signature": "t=999999999999999999,v1={sig}"}, signature.ErrMismatch},
-		{"Old timestamp", map[string]string{"Stripe-Signature": "t=1600000000,v1={sig}"}, signature.ErrTimestamp},
+		{"Missing", map[string]string{"Stripe-Signature": del}, provider.ErrMissing},
+		{"Empty", map[string]string{"Stripe-Signature": ""}, provider.ErrMissing},
+		{"Truncated", map[string]string{"Stripe-Signature": "t=1700000000,v1=4f1cd7fe"}, provider.ErrMalformed},
+		{"Truncated at t", map[string]string{"Stripe-Signature": "t=17000"}, provider.ErrMalformed},
+		{"Non-hex", map[string]string{"Stripe-Signature": "t=1700000000,v1=" + strings.Repeat("zz", 32)}, provider.ErrMalformed},
+		{"Odd length hex", map[string]string{"Stripe-Signature": "t=1700000000,v1=" + zeros64[:63]}, provider.ErrMalformed},
+		{"Only v0", map[string]string{"Stripe-Signature": "t=1700000000,v0={sig}"}, provider.ErrMalformed},
+		{"No timestamp", map[string]string{"Stripe-Signature": "v1={sig}"}, provider.ErrMalformed},
+		{"Two timestamps", map[string]string{"Stripe-Signature": "t=1700000000,t=1700000000,v1={sig}"}, provider.ErrMalformed},
+		{"Entry without equals", map[string]string{"Stripe-Signature": "t=1700000000,v1{sig}"}, provider.ErrMalformed},
+		{"Non-numeric timestamp", map[string]string{"Stripe-Signature": "t=17e8,v1={sig}"}, provider.ErrMalformed},
+		{"Negative timestamp", map[string]string{"Stripe-Signature": "t=-1700000000,v1={sig}"}, provider.ErrMalformed},
+		{"Overflowing timestamp", map[string]string{"Stripe-Signature": "t=99999999999999999999,v1={sig}"}, provider.ErrMalformed},
+		{"Far-future timestamp", map[string]string{"Stripe-Signature": "t=999999999999999999,v1={sig}"}, provider.ErrMismatch},
+		{"Old timestamp", map[string]string{"Stripe-Signature": "t=1600000000,v1={sig}"}, provider.ErrTimestamp},
 		{"Several v1 one valid", map[string]string{"Stripe-Signature": "t=1700000000,v1=xyz,v1=" + wrong64 + ",v0=" + zeros64 + ",v1={sig}"}, nil},
 		{"Spaces around entries", map[string]string{"Stripe-Signature": "t=1700000000, v1={sig}"}, nil},
 		{"Upper-case hex", map[string]string{"Stripe-Signature": "t=1700000000,v1={SIG}"}, nil},
-		{"Several v1 none valid", map[string]string{"Stripe-Signature": "t=1700000000,v1=" + wrong64 + ",v1=" + zeros64}, signature.ErrMismatch},
-		{"Unknown scheme only", map[string]string{"Stripe-Signature": "t=1700000000,v9={sig}"}, signature.ErrMalformed},
+		{"Several v1 none valid", map[string]string{"Stripe-Signature": "t=1700000000,v1=" + wrong64 + ",v1=" + zeros64}, provider.ErrMismatch},
+		{"Unknown scheme only", map[string]string{"Stripe-Signature": "t=1700000000,v9={sig}"}, provider.ErrMalformed},
 	})
 }
 
@@ -230,17 +234,17 @@ func TestVerify_GitHub(t *testing.T) {
 	const hdr = "X-Hub-Signature-256"
 	runHostile(t, f, testNow, testBody, []hostile{
 		{"Valid", nil, nil},
-		{"Missing", map[string]string{hdr: del}, signature.ErrMissing},
-		{"Empty", map[string]string{hdr: ""}, signature.ErrMissing},
-		{"No prefix", map[string]string{hdr: "{sig}"}, signature.ErrMalformed},
-		{"Wrong prefix", map[string]string{hdr: "sha1={sig}"}, signature.ErrMalformed},
-		{"Prefix only", map[string]string{hdr: "sha256="}, signature.ErrMalformed},
-		{"Truncated", map[string]string{hdr: "sha256=" + zeros64[:40]}, signature.ErrMalformed},
-		{"Non-hex", map[string]string{hdr: "sha256=" + strings.Repeat("g", 64)}, signature.ErrMalformed},
-		{"Odd length hex", map[string]string{hdr: "sha256=" + zeros64[:63]}, signature.ErrMalformed},
-		{"Too long", map[string]string{hdr: "sha256={sig}00"}, signature.ErrMalformed},
-		{"Upper-case hex", map[string]string{hdr: "sha256={SIG}"}, signature.ErrMalformed},
-		{"Wrong", map[string]string{hdr: "sha256=" + wrong64}, signature.ErrMismatch},
+		{"Missing", map[string]string{hdr: del}, provider.ErrMissing},
+		{"Empty", map[string]string{hdr: ""}, provider.ErrMissing},
+		{"No prefix", map[string]string{hdr: "{sig}"}, provider.ErrMalformed},
+		{"Wrong prefix", map[string]string{hdr: "sha1={sig}"}, provider.ErrMalformed},
+		{"Prefix only", map[string]string{hdr: "sha256="}, provider.ErrMalformed},
+		{"Truncated", map[string]string{hdr: "sha256=" + zeros64[:40]}, provider.ErrMalformed},
+		{"Non-hex", map[string]string{hdr: "sha256=" + strings.Repeat("g", 64)}, provider.ErrMalformed},
+		{"Odd length hex", map[string]string{hdr: "sha256=" + zeros64[:63]}, provider.ErrMalformed},
+		{"Too long", map[string]string{hdr: "sha256={sig}00"}, provider.ErrMalformed},
+		{"Upper-case hex", map[string]string{hdr: "sha256={SIG}"}, provider.ErrMalformed},
+		{"Wrong", map[string]string{hdr: "sha256=" + wrong64}, provider.ErrMismatch},
 	})
 }
 
@@ -249,12 +253,12 @@ func TestVerify_Shopify(t *testing.T) {
 	const hdr = "X-Shopify-Hmac-Sha256"
 	runHostile(t, f, testNow, testBody, []hostile{
 		{"Valid", nil, nil},
-		{"Missing", map[string]string{hdr: del}, signature.ErrMissing},
-		{"Empty", map[string]string{hdr: ""}, signature.ErrMissing},
-		{"Truncated", map[string]string{hdr: "B23tXN681gZ0qIWN"}, signature.ErrMalformed},
-		{"Not base64", map[string]string{hdr: strings.Repeat("!", 44)}, signature.ErrMalformed},
-		{"Hex instead of base64", map[string]string{hdr: zeros64}, signature.ErrMalformed},
-		{"Wrong", map[string]string{hdr: base64.StdEncoding.EncodeToString(make([]byte, 32))}, signature.ErrMismatch},
+		{"Missing", map[string]string{hdr: del}, provider.ErrMissing},
+		{"Empty", map[string]string{hdr: ""}, provider.ErrMissing},
+		{"Truncated", map[string]string{hdr: "B23tXN681gZ0qIWN"}, provider.ErrMalformed},
+		{"Not base64", map[string]string{hdr: strings.Repeat("!", 44)}, provider.ErrMalformed},
+		{"Hex instead of base64", map[string]string{hdr: zeros64}, provider.ErrMalformed},
+		{"Wrong", map[string]string{hdr: base64.StdEncoding.EncodeToString(make([]byte, 32))}, provider.ErrMismatch},
 		{"Unpadded", map[string]string{hdr: "{sig-unpadded}"}, nil},
 	})
 }
@@ -264,22 +268,22 @@ func TestVerify_Slack(t *testing.T) {
 	const sh, th = "X-Slack-Signature", "X-Slack-Request-Timestamp"
 	runHostile(t, f, testNow, testBody, []hostile{
 		{"Valid", nil, nil},
-		{"Missing signature", map[string]string{sh: del}, signature.ErrMissing},
-		{"Empty signature", map[string]string{sh: ""}, signature.ErrMissing},
-		{"Missing timestamp", map[string]string{th: del}, signature.ErrMissing},
-		{"Empty timestamp", map[string]string{th: ""}, signature.ErrMissing},
-		{"Non-numeric timestamp", map[string]string{th: "now"}, signature.ErrMalformed},
-		{"Fractional timestamp", map[string]string{th: "1700000000.5"}, signature.ErrMalformed},
-		{"Overflowing timestamp", map[string]string{th: "99999999999999999999"}, signature.ErrMalformed},
-		{"Stale timestamp", map[string]string{th: "1699999000"}, signature.ErrTimestamp},
-		{"No version", map[string]string{sh: "{sig}"}, signature.ErrMalformed},
-		{"Wrong version", map[string]string{sh: "v1={sig}"}, signature.ErrMalformed},
-		{"Truncated", map[string]string{sh: "v0=" + zeros64[:10]}, signature.ErrMalformed},
-		{"Non-hex", map[string]string{sh: "v0=" + strings.Repeat("x", 64)}, signature.ErrMalformed},
-		{"Odd length hex", map[string]string{sh: "v0=" + zeros64[:63]}, signature.ErrMalformed},
-		{"Upper-case hex", map[string]string{sh: "v0={SIG}"}, signature.ErrMalformed},
-		{"Wrong", map[string]string{sh: "v0=" + wrong64}, signature.ErrMismatch},
-		{"Timestamp changed", map[string]string{th: "1700000001"}, signature.ErrMismatch},
+		{"Missing signature", map[string]string{sh: del}, provider.ErrMissing},
+		{"Empty signature", map[string]string{sh: ""}, provider.ErrMissing},
+		{"Missing timestamp", map[string]string{th: del}, provider.ErrMissing},
+		{"Empty timestamp", map[string]string{th: ""}, provider.ErrMissing},
+		{"Non-numeric timestamp", map[string]string{th: "now"}, provider.ErrMalformed},
+		{"Fractional timestamp", map[string]string{th: "1700000000.5"}, provider.ErrMalformed},
+		{"Overflowing timestamp", map[string]string{th: "99999999999999999999"}, provider.ErrMalformed},
+		{"Stale timestamp", map[string]string{th: "1699999000"}, provider.ErrTimestamp},
+		{"No version", map[string]string{sh: "{sig}"}, provider.ErrMalformed},
+		{"Wrong version", map[string]string{sh: "v1={sig}"}, provider.ErrMalformed},
+		{"Truncated", map[string]string{sh: "v0=" + zeros64[:10]}, provider.ErrMalformed},
+		{"Non-hex", map[string]string{sh: "v0=" + strings.Repeat("x", 64)}, provider.ErrMalformed},
+		{"Odd length hex", map[string]string{sh: "v0=" + zeros64[:63]}, provider.ErrMalformed},
+		{"Upper-case hex", map[string]string{sh: "v0={SIG}"}, provider.ErrMalformed},
+		{"Wrong", map[string]string{sh: "v0=" + wrong64}, provider.ErrMismatch},
+		{"Timestamp changed", map[string]string{th: "1700000001"}, provider.ErrMismatch},
 	})
 }
 
@@ -289,30 +293,30 @@ func TestVerify_Standard(t *testing.T) {
 	other := base64.StdEncoding.EncodeToString(make([]byte, 32))
 	runHostile(t, f, testNow, testBody, []hostile{
 		{"Valid", nil, nil},
-		{"Missing signature", map[string]string{sh: del}, signature.ErrMissing},
-		{"Empty signature", map[string]string{sh: ""}, signature.ErrMissing},
-		{"Missing id", map[string]string{ih: del}, signature.ErrMissing},
-		{"Missing timestamp", map[string]string{th: del}, signature.ErrMissing},
-		{"Non-numeric timestamp", map[string]string{th: "17OOOOOOOO"}, signature.ErrMalformed},
-		{"Overflowing timestamp", map[string]string{th: "99999999999999999999"}, signature.ErrMalformed},
-		{"Stale timestamp", map[string]string{th: "1699990000"}, signature.ErrTimestamp},
-		{"No version", map[string]string{sh: "{sig}"}, signature.ErrMalformed},
-		{"Only v1a", map[string]string{sh: "v1a,{sig}"}, signature.ErrMalformed},
-		{"Only v2", map[string]string{sh: "v2,{sig}"}, signature.ErrMalformed},
-		{"Truncated", map[string]string{sh: "v1,g0hM9SsE+OTPJTGt"}, signature.ErrMalformed},
-		{"Not base64", map[string]string{sh: "v1," + strings.Repeat("*", 44)}, signature.ErrMalformed},
+		{"Missing signature", map[string]string{sh: del}, provider.ErrMissing},
+		{"Empty signature", map[string]string{sh: ""}, provider.ErrMissing},
+		{"Missing id", map[string]string{ih: del}, provider.ErrMissing},
+		{"Missing timestamp", map[string]string{th: del}, provider.ErrMissing},
+		{"Non-numeric timestamp", map[string]string{th: "17OOOOOOOO"}, provider.ErrMalformed},
+		{"Overflowing timestamp", map[string]string{th: "99999999999999999999"}, provider.ErrMalformed},
+		{"Stale timestamp", map[string]string{th: "1699990000"}, provider.ErrTimestamp},
+		{"No version", map[string]string{sh: "{sig}"}, provider.ErrMalformed},
+		{"Only v1a", map[string]string{sh: "v1a,{sig}"}, provider.ErrMalformed},
+		{"Only v2", map[string]string{sh: "v2,{sig}"}, provider.ErrMalformed},
+		{"Truncated", map[string]string{sh: "v1,g0hM9SsE+OTPJTGt"}, provider.ErrMalformed},
+		{"Not base64", map[string]string{sh: "v1," + strings.Repeat("*", 44)}, provider.ErrMalformed},
 		{"Several one valid", map[string]string{sh: "v1,bad v1a,{sig} v1," + other + " v1,{sig}"}, nil},
-		{"Several none valid", map[string]string{sh: "v1," + other + " v1,bad"}, signature.ErrMismatch},
+		{"Several none valid", map[string]string{sh: "v1," + other + " v1,bad"}, provider.ErrMismatch},
 		{"Double spaces", map[string]string{sh: "  v1," + other + "   v1,{sig} "}, nil},
 		{"Unpadded signature", map[string]string{sh: "v1,{sig-unpadded}"}, nil},
-		{"Id changed", map[string]string{ih: "msg_other"}, signature.ErrMismatch},
-		{"Timestamp changed", map[string]string{th: "1700000001"}, signature.ErrMismatch},
+		{"Id changed", map[string]string{ih: "msg_other"}, provider.ErrMismatch},
+		{"Timestamp changed", map[string]string{th: "1700000001"}, provider.ErrMismatch},
 		{"Svix headers", map[string]string{ih: del, th: del, sh: del, "Svix-Id": "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", "Svix-Timestamp": "1700000000", "Svix-Signature": "v1,{sig}"}, nil},
-		{"Svix headers wrong", map[string]string{ih: del, th: del, sh: del, "Svix-Id": "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", "Svix-Timestamp": "1700000000", "Svix-Signature": "v1," + other}, signature.ErrMismatch},
-		{"Svix missing id", map[string]string{ih: del, th: del, sh: del, "Svix-Timestamp": "1700000000", "Svix-Signature": "v1,{sig}"}, signature.ErrMissing},
+		{"Svix headers wrong", map[string]string{ih: del, th: del, sh: del, "Svix-Id": "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", "Svix-Timestamp": "1700000000", "Svix-Signature": "v1," + other}, provider.ErrMismatch},
+		{"Svix missing id", map[string]string{ih: del, th: del, sh: del, "Svix-Timestamp": "1700000000", "Svix-Signature": "v1,{sig}"}, provider.ErrMissing},
 		// The event id is read from webhook-id first: beside a svix-signed
 		// request, an unsigned webhook-id must not choose a new one.
-		{"Svix signed, forged webhook-id", map[string]string{ih: "forged-1", th: del, sh: del, "Svix-Id": "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", "Svix-Timestamp": "1700000000", "Svix-Signature": "v1,{sig}"}, signature.ErrMalformed},
+		{"Svix signed, forged webhook-id", map[string]string{ih: "forged-1", th: del, sh: del, "Svix-Id": "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", "Svix-Timestamp": "1700000000", "Svix-Signature": "v1,{sig}"}, provider.ErrMalformed},
 		{"Svix signed, same webhook-id", map[string]string{ih: "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", th: del, sh: del, "Svix-Id": "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", "Svix-Timestamp": "1700000000", "Svix-Signature": "v1,{sig}"}, nil},
 	})
 }
@@ -339,7 +343,7 @@ func TestVerify_StandardSecrets(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := mustNew(t, signature.Options{Scheme: "standard", Secrets: []string{tt.secret}})
+			v := mustNew(t, provider.Options{Scheme: "standard", Secrets: []string{tt.secret}})
 			wantErr(t, v.Verify(h, body, now), nil)
 		})
 	}
@@ -351,7 +355,7 @@ func TestVerify_StandardSecrets(t *testing.T) {
 	sig := base64.StdEncoding.EncodeToString(mac(sha256.New, short, "msg_p5jXN8AQM9LWM0D4loKWxJek.1614265330.", string(body)))
 	h2 := h.Clone()
 	h2.Set("webhook-signature", "v1,"+sig)
-	v := mustNew(t, signature.Options{Scheme: "standard", Secrets: []string{"whsec_" + base64.RawStdEncoding.EncodeToString(short)}})
+	v := mustNew(t, provider.Options{Scheme: "standard", Secrets: []string{"whsec_" + base64.RawStdEncoding.EncodeToString(short)}})
 	wantErr(t, v.Verify(h2, body, now), nil)
 }
 
@@ -361,26 +365,26 @@ func TestVerify_GitLab(t *testing.T) {
 	runHostile(t, f, testNow, testBody, []hostile{
 		{"Valid", nil, nil},
 		{"Lower-case header name", map[string]string{"x-gitlab-token": f.secrets[0]}, nil},
-		{"Missing", map[string]string{hdr: del}, signature.ErrMissing},
-		{"Empty", map[string]string{hdr: ""}, signature.ErrMissing},
-		{"Prefix of secret", map[string]string{hdr: f.secrets[0][:5]}, signature.ErrMismatch},
-		{"Secret plus suffix", map[string]string{hdr: f.secrets[0] + "x"}, signature.ErrMismatch},
-		{"Case changed", map[string]string{hdr: strings.ToUpper(f.secrets[0])}, signature.ErrMismatch},
-		{"Very long", map[string]string{hdr: strings.Repeat(f.secrets[0], 100)}, signature.ErrMismatch},
+		{"Missing", map[string]string{hdr: del}, provider.ErrMissing},
+		{"Empty", map[string]string{hdr: ""}, provider.ErrMissing},
+		{"Prefix of secret", map[string]string{hdr: f.secrets[0][:5]}, provider.ErrMismatch},
+		{"Secret plus suffix", map[string]string{hdr: f.secrets[0] + "x"}, provider.ErrMismatch},
+		{"Case changed", map[string]string{hdr: strings.ToUpper(f.secrets[0])}, provider.ErrMismatch},
+		{"Very long", map[string]string{hdr: strings.Repeat(f.secrets[0], 100)}, provider.ErrMismatch},
 	})
 }
 
 func TestVerify_Token(t *testing.T) {
 	long := strings.Repeat("k", 300) // longer than the verifier's stack buffer
-	v := mustNew(t, signature.Options{Scheme: "token", Header: "x-hook-token", Secrets: []string{"short", long}})
+	v := mustNew(t, provider.Options{Scheme: "token", Header: "x-hook-token", Secrets: []string{"short", long}})
 	for _, tt := range []struct {
 		name, token string
 		want        error
 	}{
 		{"Short secret", "short", nil},
 		{"Long secret", long, nil},
-		{"Long wrong", long + "k", signature.ErrMismatch},
-		{"Missing", "", signature.ErrMissing},
+		{"Long wrong", long + "k", provider.ErrMismatch},
+		{"Missing", "", provider.ErrMissing},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := http.Header{}
@@ -399,21 +403,21 @@ func TestVerify_HMAC(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			tests := []hostile{
 				{"Valid", nil, nil},
-				{"Missing", map[string]string{hdr: del}, signature.ErrMissing},
-				{"Empty", map[string]string{hdr: ""}, signature.ErrMissing},
-				{"Truncated", map[string]string{hdr: f.opts.Prefix + "abcd"}, signature.ErrMalformed},
-				{"Garbage", map[string]string{hdr: f.opts.Prefix + strings.Repeat("?", 88)}, signature.ErrMalformed},
+				{"Missing", map[string]string{hdr: del}, provider.ErrMissing},
+				{"Empty", map[string]string{hdr: ""}, provider.ErrMissing},
+				{"Truncated", map[string]string{hdr: f.opts.Prefix + "abcd"}, provider.ErrMalformed},
+				{"Garbage", map[string]string{hdr: f.opts.Prefix + strings.Repeat("?", 88)}, provider.ErrMalformed},
 			}
 			if f.opts.Prefix != "" {
 				tests = append(tests,
-					hostile{"Missing prefix", map[string]string{hdr: "{sig}"}, signature.ErrMalformed},
-					hostile{"Other prefix", map[string]string{hdr: "md5={sig}"}, signature.ErrMalformed},
+					hostile{"Missing prefix", map[string]string{hdr: "{sig}"}, provider.ErrMalformed},
+					hostile{"Other prefix", map[string]string{hdr: "md5={sig}"}, provider.ErrMalformed},
 				)
 			}
 			if f.opts.Encoding != "base64" {
 				tests = append(tests,
 					hostile{"Upper-case hex", map[string]string{hdr: f.opts.Prefix + "{SIG}"}, nil},
-					hostile{"Odd length hex", map[string]string{hdr: f.opts.Prefix + "{sig}0"}, signature.ErrMalformed},
+					hostile{"Odd length hex", map[string]string{hdr: f.opts.Prefix + "{sig}0"}, provider.ErrMalformed},
 				)
 			}
 			runHostile(t, f, testNow, testBody, tests)
@@ -422,7 +426,7 @@ func TestVerify_HMAC(t *testing.T) {
 }
 
 func TestVerify_None(t *testing.T) {
-	v := mustNew(t, signature.Options{Scheme: "none"})
+	v := mustNew(t, provider.Options{Scheme: "none"})
 	wantErr(t, v.Verify(http.Header{}, []byte("anything"), time.Time{}), nil)
 }
 
@@ -430,30 +434,30 @@ func TestNew(t *testing.T) {
 	const secret = "whsec_not*base64!"
 	tests := []struct {
 		name string
-		opts signature.Options
+		opts provider.Options
 		ok   bool
 	}{
-		{"Unknown scheme", signature.Options{Scheme: "paddle", Secrets: []string{"s"}}, false},
-		{"No scheme", signature.Options{Secrets: []string{"s"}}, false},
-		{"Scheme is case-sensitive", signature.Options{Scheme: "Stripe", Secrets: []string{"s"}}, false},
-		{"No secrets", signature.Options{Scheme: "github"}, false},
-		{"Empty secret", signature.Options{Scheme: "github", Secrets: []string{"a", ""}}, false},
-		{"Negative tolerance", signature.Options{Scheme: "slack", Secrets: []string{"s"}, Tolerance: -time.Second}, false},
-		{"Hmac without header", signature.Options{Scheme: "hmac", Secrets: []string{"s"}}, false},
-		{"Hmac bad header", signature.Options{Scheme: "hmac", Header: "X Sig", Secrets: []string{"s"}}, false},
-		{"Token without header", signature.Options{Scheme: "token", Secrets: []string{"s"}}, false},
-		{"Bad algorithm", signature.Options{Scheme: "hmac", Header: "X-Sig", Algorithm: "md5", Secrets: []string{"s"}}, false},
-		{"Bad encoding", signature.Options{Scheme: "hmac", Header: "X-Sig", Encoding: "base32", Secrets: []string{"s"}}, false},
-		{"Bad whsec base64", signature.Options{Scheme: "standard", Secrets: []string{secret}}, false},
-		{"Empty whsec", signature.Options{Scheme: "standard", Secrets: []string{"whsec_"}}, false},
-		{"None without secrets", signature.Options{Scheme: "none"}, true},
-		{"Hmac defaults", signature.Options{Scheme: "hmac", Header: "X-Sig", Secrets: []string{"s"}}, true},
-		{"Gitlab", signature.Options{Scheme: "gitlab", Secrets: []string{"s"}}, true},
-		{"Stripe any secret", signature.Options{Scheme: "stripe", Secrets: []string{"not-whsec"}}, true},
+		{"Unknown scheme", provider.Options{Scheme: "paddle", Secrets: []string{"s"}}, false},
+		{"No scheme", provider.Options{Secrets: []string{"s"}}, false},
+		{"Scheme is case-sensitive", provider.Options{Scheme: "Stripe", Secrets: []string{"s"}}, false},
+		{"No secrets", provider.Options{Scheme: "github"}, false},
+		{"Empty secret", provider.Options{Scheme: "github", Secrets: []string{"a", ""}}, false},
+		{"Negative tolerance", provider.Options{Scheme: "slack", Secrets: []string{"s"}, Tolerance: -time.Second}, false},
+		{"Hmac without header", provider.Options{Scheme: "hmac", Secrets: []string{"s"}}, false},
+		{"Hmac bad header", provider.Options{Scheme: "hmac", Header: "X Sig", Secrets: []string{"s"}}, false},
+		{"Token without header", provider.Options{Scheme: "token", Secrets: []string{"s"}}, false},
+		{"Bad algorithm", provider.Options{Scheme: "hmac", Header: "X-Sig", Algorithm: "md5", Secrets: []string{"s"}}, false},
+		{"Bad encoding", provider.Options{Scheme: "hmac", Header: "X-Sig", Encoding: "base32", Secrets: []string{"s"}}, false},
+		{"Bad whsec base64", provider.Options{Scheme: "standard", Secrets: []string{secret}}, false},
+		{"Empty whsec", provider.Options{Scheme: "standard", Secrets: []string{"whsec_"}}, false},
+		{"None without secrets", provider.Options{Scheme: "none"}, true},
+		{"Hmac defaults", provider.Options{Scheme: "hmac", Header: "X-Sig", Secrets: []string{"s"}}, true},
+		{"Gitlab", provider.Options{Scheme: "gitlab", Secrets: []string{"s"}}, true},
+		{"Stripe any secret", provider.Options{Scheme: "stripe", Secrets: []string{"not-whsec"}}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v, err := signature.New(tt.opts)
+			v, err := provider.New(tt.opts)
 			if got := err == nil; got != tt.ok {
 				t.Fatalf("New: err=%v, want ok=%t", err, tt.ok)
 			}
@@ -484,7 +488,7 @@ func TestVerify_Concurrent(t *testing.T) {
 							break
 						}
 						if f.signsBody {
-							if err = v.Verify(h, append(body, 'y'), testNow); !errors.Is(err, signature.ErrMismatch) {
+							if err = v.Verify(h, append(body, 'y'), testNow); !errors.Is(err, provider.ErrMismatch) {
 								err = errors.Join(errors.New("tampered body accepted"), err)
 								break
 							}

@@ -1,4 +1,4 @@
-package signature_test
+package provider_test
 
 import (
 	"crypto/hmac"
@@ -12,13 +12,14 @@ import (
 	"hash"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"hookbox/signature"
+	"hookbox/provider"
 )
 
 // vector is one case of testdata/signatures.json.
@@ -44,35 +45,46 @@ func (c vector) header() http.Header {
 	return h
 }
 
-func loadVectors(tb testing.TB) []vector {
+// loadVectors returns the cases of testdata/signatures.json, the
+// providers' own published and computed vectors.
+func loadVectors(tb testing.TB) []vector { return loadVectorFile(tb, "signatures.json") }
+
+// loadAllVectors adds testdata/schemes.json, the cases of the schemes no
+// provider publishes vectors for (token, none).
+func loadAllVectors(tb testing.TB) []vector {
+	return append(loadVectors(tb), loadVectorFile(tb, "schemes.json")...)
+}
+
+func loadVectorFile(tb testing.TB, name string) []vector {
 	tb.Helper()
-	b, err := os.ReadFile("testdata/signatures.json")
+	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	var vs []vector
 	if err := json.Unmarshal(b, &vs); err != nil {
-		tb.Fatalf("decode signatures.json: %v", err)
+		tb.Fatalf("decode %s: %v", name, err)
 	}
 	return vs
 }
 
 // vectorsOf returns the cases of one provider, failing if there are none.
-func vectorsOf(tb testing.TB, provider string) []vector {
+func vectorsOf(tb testing.TB, name string) []vector {
 	tb.Helper()
 	var out []vector
 	for _, c := range loadVectors(tb) {
-		if c.Provider == provider {
+		if c.Provider == name {
 			out = append(out, c)
 		}
 	}
 	if len(out) == 0 {
-		tb.Fatalf("no vectors for provider %q", provider)
+		tb.Fatalf("no vectors for provider %q", name)
 	}
 	return out
 }
 
-// notPresets are providers in the vector file that hookbox has no preset for.
+// notPresets are providers in the vector file that hookbox has no preset
+// for: their cases are skipped, as long as the registry has no such name.
 var notPresets = map[string]string{
 	"twilio":      "twilio signs the full URL plus sorted form params; not a hookbox preset",
 	"mercadopago": "mercadopago signs a manifest built from the query and x-request-id, not the body; not a hookbox preset",
@@ -85,40 +97,60 @@ var (
 	notesEncoding = regexp.MustCompile(`encoding=(hex|base64)`)
 )
 
-// vectorOptions maps a case to the hookbox options that verify it.
-func vectorOptions(tb testing.TB, c vector) signature.Options {
-	tb.Helper()
-	o := signature.Options{Secrets: []string{c.Secret}}
+// vectorScheme is the provider a case is for: its own name, but for the
+// vector files' names of standard and hmac.
+func vectorScheme(c vector) string {
 	switch c.Provider {
 	case "standard-webhooks", "svix":
-		o.Scheme = "standard"
-	case "stripe", "github", "shopify", "slack", "gitlab":
-		o.Scheme = c.Provider
+		return "standard"
 	case "generic-hmac-sha256":
-		// The generic cases carry their config in the notes, e.g.
-		// "config: header=X-Signature, prefix='sha256=', encoding=hex".
-		o.Scheme, o.Algorithm = "hmac", "sha256"
-		h, p, e := notesHeader.FindStringSubmatch(c.Notes), notesPrefix.FindStringSubmatch(c.Notes), notesEncoding.FindStringSubmatch(c.Notes)
-		if h == nil || p == nil || e == nil {
+		return "hmac"
+	}
+	return c.Provider
+}
+
+// vectorOptions maps a case to the hookbox options that verify it.
+func vectorOptions(tb testing.TB, c vector) provider.Options {
+	tb.Helper()
+	o := provider.Options{Scheme: vectorScheme(c)}
+	p, ok := provider.Lookup(o.Scheme)
+	if !ok {
+		tb.Fatalf("%s: unknown provider %q", c.Name, c.Provider)
+	}
+	if !p.Unsigned {
+		o.Secrets = []string{c.Secret}
+	}
+	if p.Header != "" {
+		// The cases of a scheme whose header the source names carry
+		// their config in the notes, e.g. "config: header=X-Signature,
+		// prefix='sha256=', encoding=hex".
+		h := notesHeader.FindStringSubmatch(c.Notes)
+		if h == nil {
+			tb.Fatalf("%s: cannot read the header from notes %q", c.Name, c.Notes)
+		}
+		o.Header = h[1]
+	}
+	if o.Scheme == "hmac" {
+		o.Algorithm = "sha256"
+		pre, e := notesPrefix.FindStringSubmatch(c.Notes), notesEncoding.FindStringSubmatch(c.Notes)
+		if pre == nil || e == nil {
 			tb.Fatalf("%s: cannot read hmac config from notes %q", c.Name, c.Notes)
 		}
-		o.Header, o.Prefix, o.Encoding = h[1], p[1], e[1]
-	default:
-		tb.Fatalf("%s: unknown provider %q", c.Name, c.Provider)
+		o.Prefix, o.Encoding = pre[1], e[1]
 	}
 	return o
 }
 
-func mustNew(tb testing.TB, o signature.Options) signature.Verifier {
+func mustNew(tb testing.TB, o provider.Options) provider.Verifier {
 	tb.Helper()
-	v, err := signature.New(o)
+	v, err := provider.New(o)
 	if err != nil {
 		tb.Fatalf("New(%+v): %v", o.Scheme, err)
 	}
 	return v
 }
 
-var sentinels = []error{signature.ErrMissing, signature.ErrMalformed, signature.ErrMismatch, signature.ErrTimestamp}
+var sentinels = []error{provider.ErrMissing, provider.ErrMalformed, provider.ErrMismatch, provider.ErrTimestamp}
 
 // checkErr fails unless err wraps exactly one sentinel and its text contains
 // none of the given secret or signature strings.
@@ -181,8 +213,8 @@ func whsecKey(tb testing.TB, secret string) []byte {
 // scheme-agnostic tests and the benchmarks.
 type fixture struct {
 	name    string
-	opts    signature.Options // Secrets is filled in by the test
-	secrets [3]string         // old, new, never configured
+	opts    provider.Options // Secrets is filled in by the test
+	secrets [3]string        // old, new, never configured
 	// sign returns the headers a sender holding secret would send, and the
 	// signature value in them (for leak checks).
 	sign       func(tb testing.TB, secret string, body []byte, now time.Time) (http.Header, string)
@@ -202,7 +234,7 @@ func fixtures() []fixture {
 	plain := [3]string{"old-secret-1234", "new-secret-5678", "other-secret-9999"}
 	return []fixture{
 		{
-			name: "stripe", opts: signature.Options{Scheme: "stripe"}, signsBody: true, timestamps: true,
+			name: "stripe", opts: provider.Options{Scheme: "stripe"}, signsBody: true, timestamps: true,
 			secrets: [3]string{"whsec_old_secret", "whsec_new_secret", "whsec_other_secret"},
 			sign: func(_ testing.TB, secret string, body []byte, now time.Time) (http.Header, string) {
 				sig := hex.EncodeToString(mac(sha256.New, []byte(secret), ts(now), ".", string(body)))
@@ -212,7 +244,7 @@ func fixtures() []fixture {
 			},
 		},
 		{
-			name: "github", opts: signature.Options{Scheme: "github"}, signsBody: true, secrets: plain,
+			name: "github", opts: provider.Options{Scheme: "github"}, signsBody: true, secrets: plain,
 			sign: func(_ testing.TB, secret string, body []byte, _ time.Time) (http.Header, string) {
 				sig := hex.EncodeToString(mac(sha256.New, []byte(secret), string(body)))
 				h := http.Header{}
@@ -221,7 +253,7 @@ func fixtures() []fixture {
 			},
 		},
 		{
-			name: "shopify", opts: signature.Options{Scheme: "shopify"}, signsBody: true, secrets: plain,
+			name: "shopify", opts: provider.Options{Scheme: "shopify"}, signsBody: true, secrets: plain,
 			sign: func(_ testing.TB, secret string, body []byte, _ time.Time) (http.Header, string) {
 				sig := base64.StdEncoding.EncodeToString(mac(sha256.New, []byte(secret), string(body)))
 				h := http.Header{}
@@ -230,7 +262,7 @@ func fixtures() []fixture {
 			},
 		},
 		{
-			name: "slack", opts: signature.Options{Scheme: "slack"}, signsBody: true, timestamps: true, secrets: plain,
+			name: "slack", opts: provider.Options{Scheme: "slack"}, signsBody: true, timestamps: true, secrets: plain,
 			sign: func(_ testing.TB, secret string, body []byte, now time.Time) (http.Header, string) {
 				sig := hex.EncodeToString(mac(sha256.New, []byte(secret), "v0:", ts(now), ":", string(body)))
 				h := http.Header{}
@@ -240,7 +272,7 @@ func fixtures() []fixture {
 			},
 		},
 		{
-			name: "standard", opts: signature.Options{Scheme: "standard"}, signsBody: true, timestamps: true, secrets: stdSecrets,
+			name: "standard", opts: provider.Options{Scheme: "standard"}, signsBody: true, timestamps: true, secrets: stdSecrets,
 			sign: func(tb testing.TB, secret string, body []byte, now time.Time) (http.Header, string) {
 				sig := base64.StdEncoding.EncodeToString(mac(sha256.New, whsecKey(tb, secret), "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", ".", ts(now), ".", string(body)))
 				h := http.Header{}
@@ -251,7 +283,7 @@ func fixtures() []fixture {
 			},
 		},
 		{
-			name: "gitlab", opts: signature.Options{Scheme: "gitlab"}, secrets: plain,
+			name: "gitlab", opts: provider.Options{Scheme: "gitlab"}, secrets: plain,
 			sign: func(_ testing.TB, secret string, _ []byte, _ time.Time) (http.Header, string) {
 				h := http.Header{}
 				h.Set("X-Gitlab-Token", secret)
@@ -260,7 +292,7 @@ func fixtures() []fixture {
 		},
 		{
 			name: "hmac", signsBody: true, secrets: plain,
-			opts: signature.Options{Scheme: "hmac", Header: "X-Signature", Prefix: "sha256=", Algorithm: "sha256", Encoding: "hex"},
+			opts: provider.Options{Scheme: "hmac", Header: "X-Signature", Prefix: "sha256=", Algorithm: "sha256", Encoding: "hex"},
 			sign: func(_ testing.TB, secret string, body []byte, _ time.Time) (http.Header, string) {
 				sig := hex.EncodeToString(mac(sha256.New, []byte(secret), string(body)))
 				h := http.Header{}
@@ -270,7 +302,7 @@ func fixtures() []fixture {
 		},
 		{
 			name: "hmac-sha512-base64", signsBody: true, secrets: plain,
-			opts: signature.Options{Scheme: "hmac", Header: "X-Sig", Algorithm: "sha512", Encoding: "base64"},
+			opts: provider.Options{Scheme: "hmac", Header: "X-Sig", Algorithm: "sha512", Encoding: "base64"},
 			sign: func(_ testing.TB, secret string, body []byte, _ time.Time) (http.Header, string) {
 				sig := base64.StdEncoding.EncodeToString(mac(sha512.New, []byte(secret), string(body)))
 				h := http.Header{}
@@ -280,7 +312,7 @@ func fixtures() []fixture {
 		},
 		{
 			name: "hmac-sha1-hex", signsBody: true, secrets: plain,
-			opts: signature.Options{Scheme: "hmac", Header: "X-Hook-Sig", Algorithm: "sha1", Prefix: "sha1="},
+			opts: provider.Options{Scheme: "hmac", Header: "X-Hook-Sig", Algorithm: "sha1", Prefix: "sha1="},
 			sign: func(_ testing.TB, secret string, body []byte, _ time.Time) (http.Header, string) {
 				sig := hex.EncodeToString(mac(sha1.New, []byte(secret), string(body)))
 				h := http.Header{}
@@ -289,7 +321,7 @@ func fixtures() []fixture {
 			},
 		},
 		{
-			name: "token", opts: signature.Options{Scheme: "token", Header: "X-Webhook-Token"}, secrets: plain,
+			name: "token", opts: provider.Options{Scheme: "token", Header: "X-Webhook-Token"}, secrets: plain,
 			sign: func(_ testing.TB, secret string, _ []byte, _ time.Time) (http.Header, string) {
 				h := http.Header{}
 				h.Set("X-Webhook-Token", secret)
@@ -299,7 +331,7 @@ func fixtures() []fixture {
 	}
 }
 
-func withSecrets(o signature.Options, secrets ...string) signature.Options {
+func withSecrets(o provider.Options, secrets ...string) provider.Options {
 	o.Secrets = secrets
 	return o
 }

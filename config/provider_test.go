@@ -1,0 +1,104 @@
+package config_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"hookbox/config"
+	"hookbox/provider"
+)
+
+// minimalSource is the least a [[source]] of p needs to validate, found
+// from the registry alone.
+func minimalSource(p provider.Provider) string {
+	doc := fmt.Sprintf("[[source]]\nname = \"s\"\nverify = %q\n", p.Name)
+	if p.Unsigned {
+		doc += "insecure = true\n"
+	} else {
+		doc += "secret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n"
+	}
+	if p.Header != "" {
+		doc += "header = \"X-Sig\"\n"
+	}
+	if p.EventID == "" {
+		doc += "event_id = \"body-sha256\"\n"
+	}
+	return doc
+}
+
+// The schemes verify accepts are exactly the registry's: each provider
+// validates, the preset defaults are the registry's, and the list a bad
+// verify is told to choose from is provider.Names() in its order.
+func TestParse_SchemesAreTheRegistry(t *testing.T) {
+	for _, p := range provider.All() {
+		t.Run(p.Name, func(t *testing.T) {
+			cfg, err := config.Parse("c.toml", []byte(minimalSource(p)), env(nil))
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			s := cfg.Sources[0]
+			if p.EventID != "" && s.EventID != p.EventID {
+				t.Errorf("event_id = %q, want the provider's %q", s.EventID, p.EventID)
+			}
+			if s.EventType != p.EventType {
+				t.Errorf("event_type = %q, want the provider's %q", s.EventType, p.EventType)
+			}
+			for _, set := range p.Settings {
+				if set.Choices == nil {
+					continue
+				}
+				got := map[string]string{"algorithm": s.Algorithm, "encoding": s.Encoding}[set.Key]
+				if got != set.Choices[0] {
+					t.Errorf("%s = %q, want the default %q", set.Key, got, set.Choices[0])
+				}
+			}
+		})
+	}
+
+	for _, bad := range []string{"stirpe", "Stripe", "standard-webhooks", "svix", "paddle", "hmac-sha256"} {
+		doc := "[[source]]\nname = \"s\"\nverify = \"" + bad + "\"\nsecret = \"k\"\n"
+		_, err := config.Parse("c.toml", []byte(doc), env(nil))
+		ps := problems(t, err)
+		if len(ps) != 1 || ps[0].Field != "source[s].verify" {
+			t.Fatalf("verify = %q: got %v, want one problem naming source[s].verify", bad, err)
+		}
+		_, list, ok := strings.Cut(ps[0].Msg, "want one of ")
+		if !ok {
+			t.Fatalf("verify = %q: message %q does not list the schemes", bad, ps[0].Msg)
+		}
+		if got := strings.Split(strings.TrimSuffix(list, ")"), ", "); !slices.Equal(got, provider.Names()) {
+			t.Fatalf("verify = %q: listed %v, want the registry's %v", bad, got, provider.Names())
+		}
+	}
+}
+
+// The keys a scheme does not take are refused with the schemes that do,
+// as the registry says.
+func TestParse_SchemeKeys(t *testing.T) {
+	for _, p := range provider.All() {
+		t.Run(p.Name, func(t *testing.T) {
+			doc := minimalSource(p)
+			want := []string{}
+			if p.Header == "" {
+				doc += "header = \"X-Other\"\n"
+				want = append(want, "source[s].header")
+			}
+			for _, k := range []string{"algorithm", "encoding", "prefix"} {
+				if _, ok := p.Setting(k); !ok {
+					doc += k + " = \"x\"\n"
+					want = append(want, "source[s]."+k)
+				}
+			}
+			if p.Tolerance == 0 {
+				doc += "tolerance = \"1m\"\n"
+				want = append(want, "source[s].tolerance")
+			}
+			_, err := config.Parse("c.toml", []byte(doc), env(nil))
+			if got := fields(problems(t, err)); !slices.Equal(got, want) {
+				t.Fatalf("problems %v (%v), want %v", got, err, want)
+			}
+		})
+	}
+}

@@ -1,0 +1,13 @@
+package provider
+
+// gitlabProvider: X-Gitlab-Token holds the secret token itself, the token
+// scheme under a fixed header; the body is not signed.
+var gitlabProvider = Provider{
+	Name:      "gitlab",
+	EventID:   "header:X-Gitlab-Event-UUID",
+	EventType: "header:X-Gitlab-Event",
+	Redact:    []string{"X-Gitlab-Token"},
+	verifier: func(o Options) (Verifier, error) {
+		return newTokenVerifier("gitlab", "X-Gitlab-Token", o.Secrets), nil
+	},
+}

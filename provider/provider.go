@@ -1,0 +1,227 @@
+// Package provider is all hookbox knows of each webhook provider scheme a
+// source's verify key names, one file a scheme: how its requests are
+// signed and their signatures checked over the raw request bytes, where
+// its events carry their id and type, whether it signs a timestamp and how
+// much clock difference it accepts, which of its headers hold credentials,
+// and the handshake it asks of a new endpoint (Slack's url_verification).
+//
+// The schemes are the presets stripe, github, shopify, slack, standard
+// (Standard Webhooks, also Svix) and gitlab, the generic hmac and token
+// schemes, and none. They are listed once, in the registry table below;
+// config validation, New, the receiver's redaction and its handshakes all
+// read it through Lookup and All. A new provider is one more file holding
+// its Provider value and verifier, its line in the table, and its test
+// vectors in testdata/.
+//
+// Errors returned by a Verifier wrap exactly one of ErrMissing,
+// ErrMalformed, ErrMismatch or ErrTimestamp. Their text names the scheme
+// and the header but never a secret, a computed signature or the received
+// signature, because the receiver sends it back in the 401 body and logs
+// it.
+package provider
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+)
+
+// registry is every provider, in the order hookbox lists them.
+var registry = [...]Provider{
+	stripeProvider,
+	githubProvider,
+	shopifyProvider,
+	slackProvider,
+	standardProvider,
+	gitlabProvider,
+	hmacProvider,
+	tokenProvider,
+	noneProvider,
+}
+
+// Provider is one scheme of a source's verify key.
+type Provider struct {
+	// Name is the value of verify that picks the scheme.
+	Name string
+	// EventID and EventType are where the provider puts an event's id and
+	// type, as package location parses them: the defaults of a source's
+	// event_id and event_type. "" when the provider has no such place and
+	// the source must say (event_id) or has no type (event_type).
+	EventID, EventType string
+	// Tolerance is the clock difference accepted by default for a scheme
+	// that signs a timestamp; zero for a scheme that signs none, where a
+	// source may not set one.
+	Tolerance time.Duration
+	// Redact lists the provider's headers that carry a credential or a
+	// signature: they are never stored.
+	Redact []string
+	// Header, for a scheme whose signature or token travels in a header
+	// the source names (hmac, token), says what that header carries: the
+	// source's header key is then required, and the header is redacted.
+	// "" for a scheme that fixes its headers.
+	Header string
+	// Settings are the other source keys the scheme reads.
+	Settings []Setting
+	// Unsigned is set for the scheme that checks nothing (none): its
+	// source takes no secret and must say insecure = true.
+	Unsigned bool
+	// Handshake, if set, answers a verified request that asks the endpoint
+	// to prove itself instead of carrying an event: given the request's
+	// headers and its JSON body, ok reports whether it is one, and reply
+	// is the answer, sent as JSON with 200. Nothing of it is stored.
+	Handshake func(h http.Header, doc any) (reply any, ok bool)
+
+	// verifier builds the scheme's verifier from options New has checked:
+	// secrets given and none empty (unless Unsigned), tolerance set.
+	verifier func(o Options) (Verifier, error)
+	// secret checks the format of one secret, for schemes whose secrets
+	// have one; its error never quotes the secret.
+	secret func(s string) error
+}
+
+// Setting is a source key, beyond the secret, that a scheme reads.
+type Setting struct {
+	Key string // "algorithm", "encoding", "prefix"
+	// Choices are the values it takes, in lower case, the first being
+	// the default; nil for free text.
+	Choices []string
+}
+
+// Lookup returns the provider named by a source's verify key; names are
+// case-sensitive.
+func Lookup(name string) (Provider, bool) {
+	for _, p := range registry {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Provider{}, false
+}
+
+// All returns every provider, in the order hookbox lists them.
+func All() []Provider { return slices.Clone(registry[:]) }
+
+// Names returns the names of every provider, in the order of All.
+func Names() []string {
+	names := make([]string, len(registry))
+	for i, p := range registry {
+		names[i] = p.Name
+	}
+	return names
+}
+
+// Setting returns the scheme's setting named key.
+func (p Provider) Setting(key string) (Setting, bool) {
+	i := slices.IndexFunc(p.Settings, func(s Setting) bool { return s.Key == key })
+	if i < 0 {
+		return Setting{}, false
+	}
+	return p.Settings[i], true
+}
+
+// CheckSecret reports whether secret is usable by the scheme, without
+// building a verifier: only standard's secrets have a format (whsec_ and
+// base64). The error never quotes the secret.
+func (p Provider) CheckSecret(secret string) error {
+	if p.secret == nil {
+		return nil
+	}
+	return p.secret(secret)
+}
+
+// RedactHeaders lists the headers of a source with options o whose values
+// are never stored: the provider's own, and the header o names for a
+// scheme that takes one.
+func (p Provider) RedactHeaders(o Options) []string {
+	if p.Header == "" || o.Header == "" {
+		return p.Redact
+	}
+	return append(slices.Clip(p.Redact), o.Header)
+}
+
+// Sentinel errors wrapped by Verify. The receiver maps all of them to 401.
+var (
+	// ErrMissing: the signature header (or the timestamp or id header the
+	// scheme signs) is absent or empty.
+	ErrMissing = errors.New("signature missing")
+	// ErrMalformed: the header is present but cannot be parsed: bad hex or
+	// base64, wrong length, no entry of the supported version, a timestamp
+	// that is not a decimal Unix time.
+	ErrMalformed = errors.New("signature malformed")
+	// ErrMismatch: the header is well formed but no secret produced a
+	// matching signature.
+	ErrMismatch = errors.New("signature mismatch")
+	// ErrTimestamp: the signed timestamp is outside the tolerance.
+	ErrTimestamp = errors.New("signature timestamp outside the tolerance")
+)
+
+// Options configures one source's provider.
+type Options struct {
+	Scheme    string        // a provider's Name
+	Secrets   []string      // one or more (rotation): a request is valid if ANY secret verifies it
+	Tolerance time.Duration // schemes with a timestamp; 0 means the provider's Tolerance
+	Header    string        // hmac and token: header name carrying the signature/token
+	Algorithm string        // hmac: "sha256" (default) | "sha1" | "sha512"
+	Encoding  string        // hmac: "hex" (default) | "base64"
+	Prefix    string        // hmac: literal prefix before the encoded digest, e.g. "sha256="
+	// EventID and EventType are where a source's events carry their id
+	// and type; "" means the provider's.
+	EventID, EventType string
+}
+
+// Verifier checks one request. now is the receiver's clock (injected, for tests).
+//
+// Verify returns nil when the request is authentic, otherwise an error
+// wrapping ErrMissing, ErrMalformed, ErrMismatch or ErrTimestamp.
+// Implementations are safe for concurrent use.
+type Verifier interface {
+	Verify(h http.Header, body []byte, now time.Time) error
+}
+
+// New builds the verifier for o.Scheme. It returns an error for an unknown
+// scheme, no secrets (except for "none"), an empty secret, a negative
+// tolerance, an hmac or token scheme without Header, an unknown hmac
+// algorithm or encoding, and a standard secret that is not base64 after its
+// "whsec_" prefix. Error text never contains a secret.
+func New(o Options) (Verifier, error) {
+	p, ok := Lookup(o.Scheme)
+	switch {
+	case ok && p.Unsigned:
+		return p.verifier(o)
+	case o.Scheme == "":
+		return nil, errors.New("signature: no scheme")
+	case !ok:
+		return nil, fmt.Errorf("signature: unknown scheme %q", o.Scheme)
+	}
+	if len(o.Secrets) == 0 {
+		return nil, fmt.Errorf("signature: %s: no secrets", o.Scheme)
+	}
+	for i, s := range o.Secrets {
+		if s == "" {
+			return nil, fmt.Errorf("signature: %s: secret %d is empty", o.Scheme, i+1)
+		}
+	}
+	if o.Tolerance < 0 {
+		return nil, fmt.Errorf("signature: %s: negative tolerance %s", o.Scheme, o.Tolerance)
+	}
+	if o.Tolerance == 0 {
+		o.Tolerance = p.Tolerance
+	}
+	return p.verifier(o)
+}
+
+// headerName checks and canonicalises the header of a scheme that takes
+// one.
+func headerName(o Options) (string, error) {
+	h := strings.TrimSpace(o.Header)
+	if h == "" {
+		return "", fmt.Errorf("signature: %s: no header", o.Scheme)
+	}
+	if strings.ContainsAny(h, " \t\r\n:") {
+		return "", fmt.Errorf("signature: %s: invalid header name %q", o.Scheme, h)
+	}
+	return http.CanonicalHeaderKey(h), nil
+}

@@ -1,0 +1,246 @@
+package provider_test
+
+import (
+	"bufio"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"hookbox/location"
+	"hookbox/provider"
+)
+
+// TestRegistry walks every scheme a source may name and proves it is
+// constructible with each of its settings, that its defaults parse and are
+// the ones the README's preset table documents, and that the real verifier
+// runs at least one valid and (for a scheme that checks anything) one
+// tampered vector of testdata, each with the outcome the vector expects.
+func TestRegistry(t *testing.T) {
+	vectors := loadAllVectors(t)
+	documented := presetTable(t)
+	for _, p := range provider.All() {
+		t.Run(p.Name, func(t *testing.T) {
+			o := provider.Options{Scheme: p.Name}
+			if !p.Unsigned {
+				o.Secrets = []string{stdSecrets[0]} // whsec_ and base64: every scheme takes it
+			}
+			if p.Header != "" {
+				o.Header = "X-Test-Header"
+			}
+			mustNew(t, o)
+			for _, s := range p.Settings {
+				for _, c := range s.Choices {
+					oc := o
+					switch s.Key {
+					case "algorithm":
+						oc.Algorithm = c
+					case "encoding":
+						oc.Encoding = c
+					default:
+						t.Fatalf("setting %s has choices this test cannot set", s.Key)
+					}
+					mustNew(t, oc)
+				}
+			}
+
+			if p.EventID != "" {
+				if _, err := location.Parse(p.EventID, location.ID); err != nil {
+					t.Errorf("EventID %q: %v", p.EventID, err)
+				}
+			}
+			if p.EventType != "" {
+				if _, err := location.Parse(p.EventType, location.Type); err != nil {
+					t.Errorf("EventType %q: %v", p.EventType, err)
+				}
+			}
+			for _, h := range p.Redact {
+				if h != http.CanonicalHeaderKey(h) {
+					t.Errorf("Redact %q, want the canonical %q", h, http.CanonicalHeaderKey(h))
+				}
+			}
+			if p.Unsigned && (p.Tolerance != 0 || p.Header != "" || len(p.Redact) > 0 || p.Handshake != nil) {
+				t.Errorf("unsigned scheme with a tolerance, header, redaction or handshake: %+v", p)
+			}
+			if !p.Unsigned && p.Header == "" && len(p.Redact) == 0 {
+				t.Errorf("scheme with fixed headers lists none to redact")
+			}
+
+			row, ok := documented[p.Name]
+			if !ok {
+				t.Fatalf("README's preset table has no row for %s", p.Name)
+			}
+			if want := docCell(p.EventID, "(set `event_id`)"); row[1] != want {
+				t.Errorf("README event id %q, want %q", row[1], want)
+			}
+			if want := docCell(p.EventType, "(optional)"); row[2] != want {
+				t.Errorf("README event type %q, want %q", row[2], want)
+			}
+
+			valid, invalid := 0, 0
+			for _, c := range vectors {
+				if vectorScheme(c) != p.Name {
+					continue
+				}
+				err := mustNew(t, vectorOptions(t, c)).Verify(c.header(), []byte(c.Body), time.Unix(c.NowUnix, 0))
+				if got := err == nil; got != c.ExpectValid {
+					t.Errorf("vector %s: valid=%t (err=%v), want %t", c.Name, got, err, c.ExpectValid)
+				}
+				checkErr(t, err, c.Secret)
+				if c.ExpectValid {
+					valid++
+				} else {
+					invalid++
+				}
+			}
+			switch {
+			case valid == 0:
+				t.Errorf("no valid vector in testdata")
+			case p.Unsigned && invalid > 0:
+				t.Errorf("%d vectors an unsigned scheme should refuse", invalid)
+			case !p.Unsigned && invalid == 0:
+				t.Errorf("no tampered vector in testdata")
+			}
+		})
+	}
+	for name := range documented {
+		if _, ok := provider.Lookup(name); !ok {
+			t.Errorf("README's preset table has a row for %s, which is not in the registry", name)
+		}
+	}
+}
+
+func docCell(loc, none string) string {
+	if loc == "" {
+		return none
+	}
+	return "`" + loc + "`"
+}
+
+// presetTable reads the README's preset table: the cells after the name
+// (signature header, event id, event type) by the preset's name.
+func presetTable(t *testing.T) map[string][3]string {
+	t.Helper()
+	f, err := os.Open("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows := map[string][3]string{}
+	in := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "| preset | signature header | event id | event type |":
+			in = true
+		case in && strings.HasPrefix(line, "| `"):
+			cells := strings.Split(strings.Trim(line, "| "), " | ")
+			if len(cells) != 4 {
+				t.Fatalf("README preset row %q has %d cells, want 4", line, len(cells))
+			}
+			rows[strings.Trim(cells[0], "`")] = [3]string{cells[1], cells[2], cells[3]}
+		case in && !strings.HasPrefix(line, "|"):
+			in = false
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) == 0 {
+		t.Fatal("README has no preset table")
+	}
+	return rows
+}
+
+// A provider file whose Provider is left out of the registry table would
+// be silently unknown: every Provider value declared in the package is in
+// the table.
+func TestRegistry_HasEveryProvider(t *testing.T) {
+	names, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := map[string]bool{}
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			lit, ok := n.(*ast.CompositeLit)
+			if !ok {
+				return true
+			}
+			if id, isIdent := lit.Type.(*ast.Ident); !isIdent || id.Name != "Provider" {
+				return true
+			}
+			for _, e := range lit.Elts {
+				kv, ok := e.(*ast.KeyValueExpr)
+				if key, isIdent := kv.Key.(*ast.Ident); ok && isIdent && key.Name == "Name" {
+					if v, isLit := kv.Value.(*ast.BasicLit); isLit {
+						name, _ := strconv.Unquote(v.Value)
+						declared[name] = true
+					}
+				}
+			}
+			return true
+		})
+	}
+	if got, want := slices.Sorted(maps.Keys(declared)), slices.Sorted(slices.Values(provider.Names())); !slices.Equal(got, want) {
+		t.Fatalf("Provider values declared %v, registered %v", got, want)
+	}
+}
+
+func TestLookup(t *testing.T) {
+	for _, name := range provider.Names() {
+		if p, ok := provider.Lookup(name); !ok || p.Name != name {
+			t.Errorf("Lookup(%q) = %q, %t", name, p.Name, ok)
+		}
+	}
+	for _, name := range []string{"", "Stripe", "paddle", "standard-webhooks"} {
+		if _, ok := provider.Lookup(name); ok {
+			t.Errorf("Lookup(%q) found a provider, want none", name)
+		}
+	}
+	if got, want := strings.Join(provider.Names(), ", "), "stripe, github, shopify, slack, standard, gitlab, hmac, token, none"; got != want {
+		t.Errorf("Names() = %s, want %s (the order check's messages list)", got, want)
+	}
+}
+
+func TestRedactHeaders(t *testing.T) {
+	gitlab, _ := provider.Lookup("gitlab")
+	if got := gitlab.RedactHeaders(provider.Options{Scheme: "gitlab"}); !slices.Equal(got, []string{"X-Gitlab-Token"}) {
+		t.Errorf("gitlab redacts %v, want [X-Gitlab-Token]", got)
+	}
+	for _, name := range []string{"hmac", "token"} {
+		p, _ := provider.Lookup(name)
+		if got := p.RedactHeaders(provider.Options{Scheme: name, Header: "x-my-sig"}); !slices.Contains(got, "x-my-sig") {
+			t.Errorf("%s redacts %v, want the configured header among them", name, got)
+		}
+	}
+}
+
+func TestSlackHandshake(t *testing.T) {
+	slack, _ := provider.Lookup("slack")
+	reply, ok := slack.Handshake(http.Header{}, map[string]any{"type": "url_verification", "challenge": "c1", "token": "t"})
+	if m, isMap := reply.(map[string]string); !ok || !isMap || len(m) != 1 || m["challenge"] != "c1" {
+		t.Fatalf("url_verification: reply %v, %t; want {challenge: c1}", reply, ok)
+	}
+	for _, doc := range []any{map[string]any{"type": "event_callback", "challenge": "c1"}, []any{"url_verification"}, "url_verification", nil} {
+		if reply, ok := slack.Handshake(http.Header{}, doc); ok {
+			t.Errorf("%v answered %v, want no handshake", doc, reply)
+		}
+	}
+}
