@@ -49,10 +49,20 @@ func (c vector) header() http.Header {
 // providers' own published and computed vectors.
 func loadVectors(tb testing.TB) []vector { return loadVectorFile(tb, "signatures.json") }
 
-// loadAllVectors adds testdata/schemes.json, the cases of the schemes no
-// provider publishes vectors for (token, none).
+// loadAllVectors returns the cases of every file in testdata: the shared
+// signatures.json, schemes.json (the schemes no provider publishes vectors
+// for: token, none), and one file a provider added since (NAME.json).
 func loadAllVectors(tb testing.TB) []vector {
-	return append(loadVectors(tb), loadVectorFile(tb, "schemes.json")...)
+	tb.Helper()
+	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
+	if err != nil || len(files) == 0 {
+		tb.Fatalf("no vector files in testdata: %v", err)
+	}
+	var all []vector
+	for _, f := range files {
+		all = append(all, loadVectorFile(tb, filepath.Base(f))...)
+	}
+	return all
 }
 
 func loadVectorFile(tb testing.TB, name string) []vector {
