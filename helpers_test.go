@@ -355,3 +355,11 @@ func stripeSig(secret string, ts time.Time, body []byte) string {
 	t := strconv.FormatInt(ts.Unix(), 10)
 	return "t=" + t + ",v1=" + hexMAC(secret, t, ".", string(body))
 }
+
+// writeFile writes text to path, owner-only.
+func writeFile(tb testing.TB, path, text string) {
+	tb.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+}

@@ -118,6 +118,13 @@ type Target struct {
 	// PermanentStatus lists the HTTP answers of a URL target that mean no
 	// retry can succeed: such a delivery goes dead at once. None by default.
 	PermanentStatus []int `toml:"permanent_status"`
+	// SignSecretEnv names the variables holding the whsec_ secrets a URL
+	// target's deliveries are signed with (Standard Webhooks), so the
+	// receiving service verifies hookbox and never holds a provider's
+	// secret. More than one signs with each: a rotation.
+	SignSecretEnv StringList `toml:"sign_secret_env"`
+	// SignSecrets holds the resolved SignSecretEnv values. Never log it.
+	SignSecrets []string `toml:"-"`
 }
 
 // SourceNames returns the names of the sources t receives from.

@@ -60,7 +60,7 @@ func validate(p *problems, cfg *Config, getenv func(string) string) {
 		sc := scopes[i]
 		t := &cfg.Targets[i]
 		checkName(sc, t.Name, seen)
-		validateTarget(sc, t, cfg.Sources)
+		validateTarget(sc, t, cfg.Sources, getenv)
 		if t.Timeout >= cfg.Delivery.Lease && cfg.Delivery.Lease > 0 {
 			// Point at the lease if the file sets it, else at the timeout.
 			key := "delivery.lease"
@@ -400,7 +400,36 @@ func (s Source) ProviderOptions() provider.Options {
 	}
 }
 
-func validateTarget(sc scope, t *Target, sources []Source) {
+// signingSecrets resolves a target's sign_secret_env: each a Standard
+// Webhooks secret (whsec_ and base64), as the standard scheme takes them.
+func signingSecrets(sc scope, t *Target, getenv func(string) string) {
+	t.SignSecrets = nil
+	standard, _ := provider.Lookup("standard")
+	for i, name := range t.SignSecretEnv {
+		switch {
+		case !envNameRe.MatchString(name):
+			sc.add("sign_secret_env", name, "not a valid environment variable name (letters, digits and _, not starting with a digit)")
+			continue
+		case slices.Contains(t.SignSecretEnv[:i], name):
+			sc.add("sign_secret_env", name, "listed twice")
+			continue
+		case getenv == nil:
+			continue
+		}
+		v := getenv(name)
+		if v == "" {
+			sc.addf("sign_secret_env", name, "environment variable %s is unset or empty", name)
+			continue
+		}
+		if err := standard.CheckSecret(v); err != nil {
+			sc.addf("sign_secret_env", name, "environment variable %s: %v (a Standard Webhooks secret: whsec_ and base64)", name, err)
+			continue
+		}
+		t.SignSecrets = append(t.SignSecrets, v)
+	}
+}
+
+func validateTarget(sc scope, t *Target, sources []Source, getenv func(string) string) {
 	known := make(map[string]bool, len(sources))
 	for _, s := range sources {
 		known[s.Name] = true
@@ -441,7 +470,11 @@ func validateTarget(sc scope, t *Target, sources []Source) {
 		if sc.present("permanent_status", t.PermanentStatus != nil) {
 			sc.add("permanent_status", "", "only for url targets (a command exits 65, EX_DATAERR, to fail permanently)")
 		}
+		if sc.present("sign_secret_env", t.SignSecretEnv != nil) {
+			sc.add("sign_secret_env", "", "only for url targets (a command's input needs no signature: it runs on this machine)")
+		}
 	}
+	signingSecrets(sc, t, getenv)
 	for i, code := range t.PermanentStatus {
 		switch {
 		case code < 100 || code > 599:

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"hookbox/config"
+	"hookbox/provider"
 	"hookbox/queue"
 )
 
@@ -23,7 +24,15 @@ func Targets(cfg config.Config, store string) ([]queue.Target, error) {
 		var h queue.Handler
 		switch {
 		case t.URL != "":
-			h = handle(NewURL(t.URL, t.Timeout.D(), t.PermanentStatus...), false)
+			u := NewURL(t.URL, t.Timeout.D(), t.PermanentStatus...)
+			if len(t.SignSecrets) > 0 {
+				s, err := provider.NewStandardSigner(t.SignSecrets)
+				if err != nil {
+					return nil, fmt.Errorf("target %s: sign_secret_env: %w", t.Name, err)
+				}
+				u.SignWith(t.Name, s)
+			}
+			h = handle(u, false)
 		case len(t.Command) > 0:
 			env := maps.Clone(t.Env)
 			if env == nil {

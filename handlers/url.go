@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"hookbox/provider"
 )
 
 const (
@@ -35,6 +37,17 @@ type URL struct {
 	timeout   time.Duration
 	permanent []int // statuses that fail permanently
 	client    *http.Client
+	// signer and target, when set, sign each delivery (SignWith).
+	signer *provider.StandardSigner
+	target string
+}
+
+// SignWith makes every delivery carry Standard Webhooks headers signed by
+// s: webhook-id (the same for every attempt of one event to this target,
+// named target), webhook-timestamp (each attempt's) and webhook-signature
+// over the exact bytes sent.
+func (u *URL) SignWith(target string, s *provider.StandardSigner) {
+	u.target, u.signer = target, s
 }
 
 // NewURL returns a target that POSTs to rawURL, each attempt bounded by timeout
@@ -94,6 +107,11 @@ func (u *URL) Deliver(ctx context.Context, d Delivery) (Result, error) {
 			return Result{ExitCode: -1}, &Error{Msg: f.what + " contains a control character and cannot be sent in a header"}
 		}
 		h[f.name] = []string{f.value}
+	}
+	if u.signer != nil {
+		id := d.Source + ":" + d.EventID + ":" + u.target
+		ts, sig := u.signer.Sign(id, time.Now(), d.Body)
+		h["Webhook-Id"], h["Webhook-Timestamp"], h["Webhook-Signature"] = []string{id}, []string{ts}, []string{sig}
 	}
 	return u.post(ctx, d.ContentType, d.Body, h)
 }
