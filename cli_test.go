@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"hookbox/internal/cli"
+	"hookbox/provider"
 	"hookbox/store"
 )
 
@@ -426,5 +427,28 @@ func TestCLI_EventsPages(t *testing.T) {
 				t.Fatalf("events %v: line %d is event %d after %d, want newest first, each once", c.args, i, lines[i].ID, lines[i-1].ID)
 			}
 		}
+	}
+}
+
+// hookbox presets lists every preset of the registry, with the table's
+// columns.
+func TestCLI_Presets(t *testing.T) {
+	out, _, err := runCLI(t, "presets", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := jsonLines[map[string]string](t, out)
+	if len(lines) != len(provider.All()) {
+		t.Fatalf("presets --json: %d lines, want one per preset (%d)", len(lines), len(provider.All()))
+	}
+	for i, p := range provider.All() {
+		l := lines[i]
+		if l["name"] != p.Name || l["event_id"] != p.EventID || l["docs"] != p.Docs || l["tolerance"] != p.ToleranceText() {
+			t.Errorf("line %v, want %s's", l, p.Name)
+		}
+	}
+	table, _, err := runCLI(t, "presets")
+	if err != nil || !regexp.MustCompile(`(?m)^stripe\s+Stripe-Signature .*json:id\s+json:type\s+5m\s+https://`).MatchString(table) {
+		t.Errorf("presets table (err %v):\n%s", err, table)
 	}
 }

@@ -8,6 +8,8 @@ import "crypto/sha256"
 // never stored.
 var githubProvider = Provider{
 	Name:      "github",
+	Signature: "`X-Hub-Signature-256` (`sha256=` hex)",
+	Docs:      "https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries",
 	EventID:   "header:X-GitHub-Delivery",
 	EventType: "header:X-GitHub-Event",
 	Redact:    []string{"X-Hub-Signature-256", "X-Hub-Signature"},

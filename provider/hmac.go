@@ -13,8 +13,9 @@ import (
 // prefix + hex or base64 of HMAC(secret, body). The body carries no id or
 // type hookbox could know of: the source says where they are.
 var hmacProvider = Provider{
-	Name:   "hmac",
-	Header: "signature",
+	Name:      "hmac",
+	Signature: "`header`, `algorithm` (sha256/sha1/sha512), `encoding` (hex/base64), `prefix`",
+	Header:    "signature",
 	Settings: []Setting{
 		{Key: "algorithm", Choices: []string{"sha256", "sha1", "sha512"}},
 		{Key: "encoding", Choices: []string{"hex", "base64"}},

@@ -8,9 +8,10 @@ import (
 // noneProvider accepts every request unchecked, for a source whose config
 // says insecure = true.
 var noneProvider = Provider{
-	Name:     "none",
-	Unsigned: true,
-	verifier: func(Options) (Verifier, error) { return noneVerifier{}, nil },
+	Name:      "none",
+	Signature: "nothing is checked (needs `insecure = true`)",
+	Unsigned:  true,
+	verifier:  func(Options) (Verifier, error) { return noneVerifier{}, nil },
 }
 
 type noneVerifier struct{}

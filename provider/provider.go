@@ -46,6 +46,12 @@ var registry = [...]Provider{
 type Provider struct {
 	// Name is the value of verify that picks the scheme.
 	Name string
+	// Signature says, in the README's preset table (Markdown), which
+	// header carries the signature and how it is made.
+	Signature string
+	// Docs is the provider's page on verifying its webhooks; "" for the
+	// generic schemes.
+	Docs string
 	// EventID and EventType are where the provider puts an event's id and
 	// type, as package location parses them: the defaults of a source's
 	// event_id and event_type. "" when the provider has no such place and
@@ -120,6 +126,21 @@ func (p Provider) Setting(key string) (Setting, bool) {
 		return Setting{}, false
 	}
 	return p.Settings[i], true
+}
+
+// ToleranceText is the default tolerance as the preset table shows it
+// ("5m", "5s"), or "" for a scheme that signs no timestamp.
+func (p Provider) ToleranceText() string {
+	switch d := p.Tolerance; {
+	case d <= 0:
+		return ""
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	default:
+		return d.String()
+	}
 }
 
 // CheckSecret reports whether secret is usable by the scheme, without

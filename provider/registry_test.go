@@ -78,11 +78,31 @@ func TestRegistry(t *testing.T) {
 			if !ok {
 				t.Fatalf("README's preset table has no row for %s", p.Name)
 			}
+			if row[0] != p.Signature || p.Signature == "" {
+				t.Errorf("README signature header %q, want the registry's %q", row[0], p.Signature)
+			}
 			if want := docCell(p.EventID, "(set `event_id`)"); row[1] != want {
 				t.Errorf("README event id %q, want %q", row[1], want)
 			}
 			if want := docCell(p.EventType, "(optional)"); row[2] != want {
 				t.Errorf("README event type %q, want %q", row[2], want)
+			}
+			wantTol := p.ToleranceText()
+			if wantTol == "" {
+				wantTol = "-"
+			}
+			if row[3] != wantTol {
+				t.Errorf("README tolerance %q, want %q", row[3], wantTol)
+			}
+			wantDocs := "-"
+			if p.Docs != "" {
+				wantDocs = "[docs](" + p.Docs + ")"
+			}
+			if row[4] != wantDocs {
+				t.Errorf("README docs %q, want %q", row[4], wantDocs)
+			}
+			if p.Docs == "" && p.Header == "" && !p.Unsigned {
+				t.Errorf("a provider preset without a docs link")
 			}
 
 			valid, invalid := 0, 0
@@ -126,28 +146,29 @@ func docCell(loc, none string) string {
 }
 
 // presetTable reads the README's preset table: the cells after the name
-// (signature header, event id, event type) by the preset's name.
-func presetTable(t *testing.T) map[string][3]string {
+// (signature header, event id, event type, tolerance, docs) by the
+// preset's name.
+func presetTable(t *testing.T) map[string][5]string {
 	t.Helper()
 	f, err := os.Open("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	rows := map[string][3]string{}
+	rows := map[string][5]string{}
 	in := false
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
-		case line == "| preset | signature header | event id | event type |":
+		case line == "| preset | signature header | event id | event type | tolerance | docs |":
 			in = true
 		case in && strings.HasPrefix(line, "| `"):
 			cells := strings.Split(strings.Trim(line, "| "), " | ")
-			if len(cells) != 4 {
-				t.Fatalf("README preset row %q has %d cells, want 4", line, len(cells))
+			if len(cells) != 6 {
+				t.Fatalf("README preset row %q has %d cells, want 6", line, len(cells))
 			}
-			rows[strings.Trim(cells[0], "`")] = [3]string{cells[1], cells[2], cells[3]}
+			rows[strings.Trim(cells[0], "`")] = [5]string{cells[1], cells[2], cells[3], cells[4], cells[5]}
 		case in && !strings.HasPrefix(line, "|"):
 			in = false
 		}

@@ -6,6 +6,8 @@ import "crypto/sha256"
 // HMAC-SHA256(secret, body); no timestamp is signed.
 var shopifyProvider = Provider{
 	Name:      "shopify",
+	Signature: "`X-Shopify-Hmac-Sha256` (base64)",
+	Docs:      "https://shopify.dev/docs/apps/build/webhooks/subscribe/https#step-5-verify-the-webhook",
 	EventID:   "header:X-Shopify-Webhook-Id",
 	EventType: "header:X-Shopify-Topic",
 	Redact:    []string{"X-Shopify-Hmac-Sha256"},

@@ -19,6 +19,8 @@ const (
 // must be answered with its challenge.
 var slackProvider = Provider{
 	Name:      "slack",
+	Signature: "`X-Slack-Signature` `v0=` + `X-Slack-Request-Timestamp`",
+	Docs:      "https://api.slack.com/authentication/verifying-requests-from-slack",
 	EventID:   "json:event_id",
 	EventType: "json:event.type",
 	Tolerance: 5 * time.Minute, // as Slack's SDKs

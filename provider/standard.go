@@ -22,6 +22,8 @@ var (
 // body's. Secrets are "whsec_" and the base64 of the key.
 var standardProvider = Provider{
 	Name:      "standard",
+	Signature: "`webhook-signature` / `svix-signature` (`v1,` base64, `whsec_` key base64-decoded)",
+	Docs:      "https://github.com/standard-webhooks/standard-webhooks/blob/main/spec/standard-webhooks.md",
 	EventID:   "header:webhook-id,header:svix-id",
 	EventType: "json:type",
 	Tolerance: 5 * time.Minute, // the spec's

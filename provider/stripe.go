@@ -15,6 +15,8 @@ const stripeHeader = "Stripe-Signature"
 // signature covers a timestamp, accepted 5 minutes old as Stripe's SDKs do.
 var stripeProvider = Provider{
 	Name:      "stripe",
+	Signature: "`Stripe-Signature` (`t=`, every `v1=` tried, whole `whsec_` string is the key)",
+	Docs:      "https://docs.stripe.com/webhooks#verify-events",
 	EventID:   "json:id",
 	EventType: "json:type",
 	Tolerance: 5 * time.Minute,

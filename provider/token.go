@@ -11,8 +11,9 @@ import (
 // tokenProvider: a header the source names holds one of the secrets
 // itself. It proves the sender knows the secret, nothing about the body.
 var tokenProvider = Provider{
-	Name:   "token",
-	Header: "token",
+	Name:      "token",
+	Signature: "`header` equals the secret",
+	Header:    "token",
 	verifier: func(o Options) (Verifier, error) {
 		header, err := headerName(o)
 		if err != nil {
