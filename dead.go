@@ -11,7 +11,7 @@ import (
 	"hookbox/view"
 )
 
-const deadSummary = "list the dead letters: deliveries that used up their attempts, with their alerts"
+const deadSummary = "list the dead letters: deliveries that used up their attempts or failed permanently, with their alerts"
 
 // DeadCommand is `hookbox dead`.
 type DeadCommand struct{ cli.Env }

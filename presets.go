@@ -51,7 +51,14 @@ func (c *PresetsCommand) Run(ctx context.Context, args []string) error {
 			}
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", l.Name, l.Signature, cli.OrDash(l.EventID), cli.OrDash(l.EventType), cli.OrDash(l.Tolerance), cli.OrDash(l.Docs))
+		id, typ := l.EventID, l.EventType
+		if id == "" {
+			id = "(set event_id)"
+		}
+		if typ == "" {
+			typ = "(optional)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", l.Name, l.Signature, id, typ, cli.OrDash(l.Tolerance), cli.OrDash(l.Docs))
 	}
 	if tw != nil {
 		return tw.Flush()

@@ -46,6 +46,9 @@ A running serve picks them up within a second.`)
 		}
 		sel.Event = id
 	default:
+		if strings.HasPrefix(fs.Arg(1), "-") {
+			return cli.Usagef("replay: unexpected argument %q (flags go before arguments)", fs.Arg(1))
+		}
 		return cli.Usagef("replay: give at most one event number")
 	}
 	now := time.Now()
