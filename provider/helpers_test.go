@@ -78,11 +78,12 @@ func loadVectorFile(tb testing.TB, name string) []vector {
 	return vs
 }
 
-// vectorsOf returns the cases of one provider, failing if there are none.
+// vectorsOf returns the cases of one provider in every vector file,
+// failing if there are none.
 func vectorsOf(tb testing.TB, name string) []vector {
 	tb.Helper()
 	var out []vector
-	for _, c := range loadVectors(tb) {
+	for _, c := range loadAllVectors(tb) {
 		if c.Provider == name {
 			out = append(out, c)
 		}

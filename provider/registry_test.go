@@ -209,7 +209,7 @@ func TestLookup(t *testing.T) {
 			t.Errorf("Lookup(%q) = %q, %t", name, p.Name, ok)
 		}
 	}
-	for _, name := range []string{"", "Stripe", "paddle", "standard-webhooks"} {
+	for _, name := range []string{"", "Stripe", "paddle-classic", "standard-webhooks"} {
 		if _, ok := provider.Lookup(name); ok {
 			t.Errorf("Lookup(%q) found a provider, want none", name)
 		}

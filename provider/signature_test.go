@@ -437,7 +437,7 @@ func TestNew(t *testing.T) {
 		opts provider.Options
 		ok   bool
 	}{
-		{"Unknown scheme", provider.Options{Scheme: "paddle", Secrets: []string{"s"}}, false},
+		{"Unknown scheme", provider.Options{Scheme: "paddle-classic", Secrets: []string{"s"}}, false},
 		{"No scheme", provider.Options{Secrets: []string{"s"}}, false},
 		{"Scheme is case-sensitive", provider.Options{Scheme: "Stripe", Secrets: []string{"s"}}, false},
 		{"No secrets", provider.Options{Scheme: "github"}, false},
