@@ -99,7 +99,6 @@ func vectorsOf(tb testing.TB, name string) []vector {
 var notPresets = map[string]string{
 	"twilio":      "twilio signs the full URL plus sorted form params; not a hookbox preset",
 	"mercadopago": "mercadopago signs a manifest built from the query and x-request-id, not the body; not a hookbox preset",
-	"paddle":      "paddle (ts=;h1=, 5 s tolerance) is not a hookbox preset",
 }
 
 var (

@@ -37,6 +37,7 @@ var registry = [...]Provider{
 	slackProvider,
 	standardProvider,
 	gitlabProvider,
+	paddleProvider,
 	hmacProvider,
 	tokenProvider,
 	noneProvider,
