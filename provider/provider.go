@@ -38,6 +38,7 @@ var registry = [...]Provider{
 	standardProvider,
 	gitlabProvider,
 	paddleProvider,
+	woocommerceProvider,
 	hmacProvider,
 	tokenProvider,
 	noneProvider,
