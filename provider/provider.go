@@ -39,6 +39,7 @@ var registry = [...]Provider{
 	gitlabProvider,
 	paddleProvider,
 	woocommerceProvider,
+	linearProvider,
 	hmacProvider,
 	tokenProvider,
 	noneProvider,
