@@ -40,6 +40,7 @@ var registry = [...]Provider{
 	paddleProvider,
 	woocommerceProvider,
 	linearProvider,
+	typeformProvider,
 	hmacProvider,
 	tokenProvider,
 	noneProvider,
