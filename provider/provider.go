@@ -41,6 +41,7 @@ var registry = [...]Provider{
 	woocommerceProvider,
 	linearProvider,
 	typeformProvider,
+	calendlyProvider,
 	hmacProvider,
 	tokenProvider,
 	noneProvider,
