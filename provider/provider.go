@@ -42,6 +42,7 @@ var registry = [...]Provider{
 	linearProvider,
 	typeformProvider,
 	calendlyProvider,
+	lemonsqueezyProvider,
 	hmacProvider,
 	tokenProvider,
 	noneProvider,
