@@ -43,6 +43,7 @@ var registry = [...]Provider{
 	typeformProvider,
 	calendlyProvider,
 	lemonsqueezyProvider,
+	pagarmeProvider,
 	hmacProvider,
 	tokenProvider,
 	noneProvider,
