@@ -44,6 +44,7 @@ var registry = [...]Provider{
 	calendlyProvider,
 	lemonsqueezyProvider,
 	pagarmeProvider,
+	asaasProvider,
 	hmacProvider,
 	tokenProvider,
 	noneProvider,

@@ -1,0 +1,17 @@
+package provider
+
+// asaasProvider: the asaas-access-token header holds the authentication
+// token set on the webhook in Asaas (docs.asaas.com "Receba eventos do
+// Asaas no seu endpoint de Webhook"), the token scheme under a fixed
+// header; the body is not signed. Asaas delivers at least once and keeps
+// the event's id (evt_…) across its retries; "event" ("PAYMENT_RECEIVED")
+// is the type.
+var asaasProvider = Provider{
+	Name:      "asaas",
+	EventID:   "json:id",
+	EventType: "json:event",
+	Redact:    []string{"Asaas-Access-Token"},
+	verifier: func(o Options) (Verifier, error) {
+		return newTokenVerifier("asaas", "Asaas-Access-Token", o.Secrets), nil
+	},
+}
