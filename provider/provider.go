@@ -45,6 +45,7 @@ var registry = [...]Provider{
 	lemonsqueezyProvider,
 	pagarmeProvider,
 	asaasProvider,
+	telegramProvider,
 	hmacProvider,
 	tokenProvider,
 	noneProvider,
