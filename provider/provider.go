@@ -46,6 +46,7 @@ var registry = [...]Provider{
 	pagarmeProvider,
 	asaasProvider,
 	telegramProvider,
+	clerkProvider,
 	hmacProvider,
 	tokenProvider,
 	noneProvider,
