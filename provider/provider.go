@@ -47,6 +47,7 @@ var registry = [...]Provider{
 	asaasProvider,
 	telegramProvider,
 	clerkProvider,
+	resendProvider,
 	hmacProvider,
 	tokenProvider,
 	noneProvider,
