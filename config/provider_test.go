@@ -57,7 +57,7 @@ func TestParse_SchemesAreTheRegistry(t *testing.T) {
 		})
 	}
 
-	for _, bad := range []string{"stirpe", "Stripe", "standard-webhooks", "svix", "paddle", "hmac-sha256"} {
+	for _, bad := range []string{"stirpe", "Stripe", "standard-webhooks", "svix", "paddle-classic", "hmac-sha256"} {
 		doc := "[[source]]\nname = \"s\"\nverify = \"" + bad + "\"\nsecret = \"k\"\n"
 		_, err := config.Parse("c.toml", []byte(doc), env(nil))
 		ps := problems(t, err)

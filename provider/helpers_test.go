@@ -78,11 +78,12 @@ func loadVectorFile(tb testing.TB, name string) []vector {
 	return vs
 }
 
-// vectorsOf returns the cases of one provider, failing if there are none.
+// vectorsOf returns the cases of one provider in every vector file,
+// failing if there are none.
 func vectorsOf(tb testing.TB, name string) []vector {
 	tb.Helper()
 	var out []vector
-	for _, c := range loadVectors(tb) {
+	for _, c := range loadAllVectors(tb) {
 		if c.Provider == name {
 			out = append(out, c)
 		}
@@ -98,7 +99,6 @@ func vectorsOf(tb testing.TB, name string) []vector {
 var notPresets = map[string]string{
 	"twilio":      "twilio signs the full URL plus sorted form params; not a hookbox preset",
 	"mercadopago": "mercadopago signs a manifest built from the query and x-request-id, not the body; not a hookbox preset",
-	"paddle":      "paddle (ts=;h1=, 5 s tolerance) is not a hookbox preset",
 }
 
 var (

@@ -5,13 +5,13 @@
 // much clock difference it accepts, which of its headers hold credentials,
 // and the handshake it asks of a new endpoint (Slack's url_verification).
 //
-// The schemes are the presets stripe, github, shopify, slack, standard
-// (Standard Webhooks, also Svix) and gitlab, the generic hmac and token
-// schemes, and none. They are listed once, in the registry table below;
-// config validation, New, the receiver's redaction and its handshakes all
-// read it through Lookup and All. A new provider is one more file holding
-// its Provider value and verifier, its line in the table, and its test
-// vectors in testdata/.
+// The schemes are the provider presets (stripe, github, standard for
+// Standard Webhooks and Svix, …: the README's preset table lists them
+// all), the generic hmac and token schemes, and none. They are listed
+// once, in the registry table below; config validation, New, the
+// receiver's redaction and its handshakes all read it through Lookup and
+// All. A new provider is one more file holding its Provider value and
+// verifier, its line in the table, and its test vectors in testdata/.
 //
 // Errors returned by a Verifier wrap exactly one of ErrMissing,
 // ErrMalformed, ErrMismatch or ErrTimestamp. Their text names the scheme
@@ -37,6 +37,17 @@ var registry = [...]Provider{
 	slackProvider,
 	standardProvider,
 	gitlabProvider,
+	paddleProvider,
+	woocommerceProvider,
+	linearProvider,
+	typeformProvider,
+	calendlyProvider,
+	lemonsqueezyProvider,
+	pagarmeProvider,
+	asaasProvider,
+	telegramProvider,
+	clerkProvider,
+	resendProvider,
 	hmacProvider,
 	tokenProvider,
 	noneProvider,
@@ -144,8 +155,8 @@ func (p Provider) ToleranceText() string {
 }
 
 // CheckSecret reports whether secret is usable by the scheme, without
-// building a verifier: only standard's secrets have a format (whsec_ and
-// base64). The error never quotes the secret.
+// building a verifier, for the schemes whose secrets have a format
+// (standard's whsec_ and base64, say). The error never quotes the secret.
 func (p Provider) CheckSecret(secret string) error {
 	if p.secret == nil {
 		return nil

@@ -230,12 +230,12 @@ func TestLookup(t *testing.T) {
 			t.Errorf("Lookup(%q) = %q, %t", name, p.Name, ok)
 		}
 	}
-	for _, name := range []string{"", "Stripe", "paddle", "standard-webhooks"} {
+	for _, name := range []string{"", "Stripe", "paddle-classic", "standard-webhooks"} {
 		if _, ok := provider.Lookup(name); ok {
 			t.Errorf("Lookup(%q) found a provider, want none", name)
 		}
 	}
-	if got, want := strings.Join(provider.Names(), ", "), "stripe, github, shopify, slack, standard, gitlab, hmac, token, none"; got != want {
+	if got, want := strings.Join(provider.Names(), ", "), "stripe, github, shopify, slack, standard, gitlab, paddle, woocommerce, linear, typeform, calendly, lemonsqueezy, pagarme, asaas, telegram, clerk, resend, hmac, token, none"; got != want {
 		t.Errorf("Names() = %s, want %s (the order check's messages list)", got, want)
 	}
 }

@@ -46,7 +46,7 @@ func TestVerify_Vectors(t *testing.T) {
 		})
 	}
 	// Every preset in the file was exercised; nothing was silently skipped.
-	for _, p := range []string{"standard-webhooks", "svix", "stripe", "github", "shopify", "slack", "gitlab", "generic-hmac-sha256"} {
+	for _, p := range []string{"standard-webhooks", "svix", "stripe", "github", "shopify", "slack", "gitlab", "paddle", "generic-hmac-sha256"} {
 		if checked[p] == 0 {
 			t.Errorf("provider %s: checked 0 cases, want > 0", p)
 		}
@@ -437,7 +437,7 @@ func TestNew(t *testing.T) {
 		opts provider.Options
 		ok   bool
 	}{
-		{"Unknown scheme", provider.Options{Scheme: "paddle", Secrets: []string{"s"}}, false},
+		{"Unknown scheme", provider.Options{Scheme: "paddle-classic", Secrets: []string{"s"}}, false},
 		{"No scheme", provider.Options{Secrets: []string{"s"}}, false},
 		{"Scheme is case-sensitive", provider.Options{Scheme: "Stripe", Secrets: []string{"s"}}, false},
 		{"No secrets", provider.Options{Scheme: "github"}, false},

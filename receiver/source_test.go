@@ -52,7 +52,7 @@ func TestNewSource(t *testing.T) {
 		o    provider.Options
 		want string
 	}{
-		{"Unknown scheme", provider.Options{Scheme: "paddle", Secrets: []string{"k"}}, `unknown scheme "paddle"`},
+		{"Unknown scheme", provider.Options{Scheme: "paddle-classic", Secrets: []string{"k"}}, `unknown scheme "paddle-classic"`},
 		{"No default id", provider.Options{Scheme: "token", Header: "X-T", Secrets: []string{"k"}}, "event_id: required"},
 		{"Bad id", provider.Options{Scheme: "github", Secrets: []string{"k"}, EventID: "xml:id"}, `event_id: "xml:id"`},
 		{"Bad type", provider.Options{Scheme: "github", Secrets: []string{"k"}, EventType: "body-sha256"}, "event_type: "},

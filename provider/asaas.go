@@ -1,0 +1,19 @@
+package provider
+
+// asaasProvider: the asaas-access-token header holds the authentication
+// token set on the webhook in Asaas (docs.asaas.com "Receba eventos do
+// Asaas no seu endpoint de Webhook"), the token scheme under a fixed
+// header; the body is not signed. Asaas delivers at least once and keeps
+// the event's id (evt_…) across its retries; "event" ("PAYMENT_RECEIVED")
+// is the type.
+var asaasProvider = Provider{
+	Name:      "asaas",
+	Signature: "`asaas-access-token` equals the webhook's token (compared in constant time)",
+	Docs:      "https://docs.asaas.com/docs/receba-eventos-do-asaas-no-seu-endpoint-de-webhook",
+	EventID:   "json:id",
+	EventType: "json:event",
+	Redact:    []string{"Asaas-Access-Token"},
+	verifier: func(o Options) (Verifier, error) {
+		return newTokenVerifier("asaas", "Asaas-Access-Token", o.Secrets), nil
+	},
+}

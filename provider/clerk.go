@@ -1,0 +1,24 @@
+package provider
+
+import "time"
+
+// clerkProvider: Clerk delivers its webhooks through Svix, signed as
+// Standard Webhooks under the svix-* header names with a whsec_ signing
+// secret (clerk.com/docs/reference/backend/verify-webhook; @clerk/backend's
+// verifyWebhook hands the svix-* headers to the standardwebhooks library).
+// It is the standard scheme with Clerk's defaults, checked by standard's own
+// verifier: the signed message id is the event id (webhook-id before
+// svix-id, as standard reads them, so the id is always the one the signature
+// covers), the body's type ("user.created") is the type, and a timestamp is
+// accepted 5 minutes either side of the clock, the library's default.
+var clerkProvider = Provider{
+	Name:      "clerk",
+	Signature: "`svix-signature` (the `standard` check, `whsec_` key), timestamp within 5 min either way",
+	Docs:      "https://clerk.com/docs/guides/development/webhooks/syncing",
+	EventID:   "header:webhook-id,header:svix-id",
+	EventType: "json:type",
+	Tolerance: 5 * time.Minute,
+	Redact:    []string{standardHeaders[2], svixHeaders[2]},
+	verifier:  func(o Options) (Verifier, error) { return standardProvider.verifier(o) },
+	secret:    func(s string) error { return standardProvider.secret(s) },
+}

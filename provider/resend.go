@@ -1,0 +1,24 @@
+package provider
+
+import "time"
+
+// resendProvider: Resend delivers its webhooks through Svix, signed as
+// Standard Webhooks under the svix-* header names with a whsec_ signing
+// secret (resend.com/docs/webhooks/verify-webhooks-requests; resend-node's
+// webhooks.verify uses the standardwebhooks library). It is the standard
+// scheme with Resend's defaults, checked by standard's own verifier: the
+// signed message id is the event id (webhook-id before svix-id, as standard
+// reads them, so the id is always the one the signature covers), the body's
+// type ("email.delivered") is the type, and a timestamp is accepted 5
+// minutes either side of the clock, the library's default.
+var resendProvider = Provider{
+	Name:      "resend",
+	Signature: "`svix-signature` (the `standard` check, `whsec_` key), timestamp within 5 min either way",
+	Docs:      "https://resend.com/docs/webhooks/verify-webhooks-requests",
+	EventID:   "header:webhook-id,header:svix-id",
+	EventType: "json:type",
+	Tolerance: 5 * time.Minute,
+	Redact:    []string{standardHeaders[2], svixHeaders[2]},
+	verifier:  func(o Options) (Verifier, error) { return standardProvider.verifier(o) },
+	secret:    func(s string) error { return standardProvider.secret(s) },
+}

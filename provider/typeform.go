@@ -1,0 +1,22 @@
+package provider
+
+import "crypto/sha256"
+
+// typeformProvider: Typeform-Signature is "sha256=" + the base64 of
+// HMAC-SHA256(secret, body) (typeform.com/developers/webhooks/secure-your-webhooks).
+// No timestamp is signed. The body's event_id stays the same when Typeform
+// retries a delivery, and event_type ("form_response") is the type.
+var typeformProvider = Provider{
+	Name:      "typeform",
+	Signature: "`Typeform-Signature` (`sha256=` base64), no timestamp",
+	Docs:      "https://www.typeform.com/developers/webhooks/secure-your-webhooks/",
+	EventID:   "json:event_id",
+	EventType: "json:event_type",
+	Redact:    []string{"Typeform-Signature"},
+	verifier: func(o Options) (Verifier, error) {
+		return &hmacVerifier{
+			scheme: "typeform", header: "Typeform-Signature", prefix: "sha256=",
+			size: sha256.Size, base64: true, keys: rawKeys(sha256.New, o.Secrets),
+		}, nil
+	},
+}
