@@ -147,7 +147,7 @@ func Run(ctx context.Context, l Load) (*Stats, error) {
 	} else {
 		for _, w := range workers {
 			wg.Go(func() {
-				for now := time.Now(); now.Before(end) && ctx.Err() == nil; {
+				for now := time.Now(); now.Before(end) && now.Before(hardEnd) && ctx.Err() == nil; {
 					now = w.do(ctx, now)
 				}
 			})
@@ -371,12 +371,15 @@ func (w *worker) failed(ctx context.Context, err error) time.Time {
 	if w.c != nil {
 		w.close()
 	}
-	if ctx.Err() != nil {
+	// A read cut short by the run's end (its deadline is the run's) may
+	// come a moment before ctx says so.
+	now := time.Now()
+	if ctx.Err() != nil || !now.Before(w.hardEnd) {
 		w.fail("abandoned at the end of the run")
 	} else {
 		w.fail(err.Error())
 	}
-	return time.Now()
+	return now
 }
 
 func (w *worker) close() {
