@@ -90,7 +90,7 @@ const answerTimeout = 30 * time.Second
 // an answer is read no further than its status line, the headers that frame
 // it (Content-Length, Transfer-Encoding, Connection) and a skip over its
 // body. No allocation is made for a request.
-func Run(ctx context.Context, l Load) (*Stats, error) {
+func (l Load) Run(ctx context.Context) (*Stats, error) {
 	if err := CheckLoopback(l.URL); err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ import (
 // Every request is a new event with a valid signature: the body and the
 // headers GitHub sends, a delivery id never seen before, on as many
 // keep-alive connections as asked.
-func TestRun_Requests(t *testing.T) {
+func TestLoad_Requests(t *testing.T) {
 	const secret = "s3cret"
 	req := bench.NewGitHubRequest(secret, 1024)
 	var mu sync.Mutex
@@ -56,9 +56,9 @@ func TestRun_Requests(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 	}))
 	defer srv.Close()
-	st, err := bench.Run(context.Background(), bench.Load{
+	st, err := bench.Load{
 		URL: srv.URL + "/hooks/github?x=1", Request: req, IDPrefix: "run1", Conns: 3, Duration: 200 * time.Millisecond,
-	})
+	}.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestRun_Requests(t *testing.T) {
 // goes over a new one; answers other than 200 are failures that keep the
 // connection; an answer the generator does not read (chunked) is a
 // failure that says so.
-func TestRun_Answers(t *testing.T) {
+func TestLoad_Answers(t *testing.T) {
 	tests := []struct {
 		name     string
 		answer   string
@@ -140,9 +140,9 @@ func TestRun_Answers(t *testing.T) {
 					})
 				}
 			}()
-			st, err := bench.Run(context.Background(), bench.Load{
+			st, err := bench.Load{
 				URL: "http://" + ln.Addr().String() + "/", Request: bench.NewGitHubRequest("s", 100), IDPrefix: "t", Conns: 2, Duration: 100 * time.Millisecond,
-			})
+			}.Run(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -163,7 +163,7 @@ func TestRun_Answers(t *testing.T) {
 }
 
 // A run cancelled while its requests wait for answers returns at once.
-func TestRun_Cancel(t *testing.T) {
+func TestLoad_Cancel(t *testing.T) {
 	ln, err := bench.Listen()
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +181,7 @@ func TestRun_Cancel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	st, err := bench.Run(ctx, bench.Load{URL: "http://" + ln.Addr().String() + "/", Request: bench.NewGitHubRequest("s", 100), Conns: 4, Duration: time.Minute})
+	st, err := bench.Load{URL: "http://" + ln.Addr().String() + "/", Request: bench.NewGitHubRequest("s", 100), Conns: 4, Duration: time.Minute}.Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,14 +195,14 @@ func TestRun_Cancel(t *testing.T) {
 
 // A server that refuses connections fails the run's requests without the
 // generator spinning on it.
-func TestRun_Refused(t *testing.T) {
+func TestLoad_Refused(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	st, err := bench.Run(context.Background(), bench.Load{URL: "http://" + addr + "/", Request: bench.NewGitHubRequest("s", 100), Conns: 2, Duration: 100 * time.Millisecond})
+	st, err := bench.Load{URL: "http://" + addr + "/", Request: bench.NewGitHubRequest("s", 100), Conns: 2, Duration: 100 * time.Millisecond}.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
