@@ -78,8 +78,12 @@ func TestLoad_Requests(t *testing.T) {
 			break
 		}
 	}
-	if !ids["run1-0-000000000001"] || !ids["run1-2-000000000002"] {
-		t.Errorf("ids lack run1-0-000000000001 or run1-2-000000000002, the first two of their connections")
+	// SEQ is written least significant digit first: the first, second and
+	// eleventh requests of a connection.
+	for _, id := range []string{"run1-0-100000000000", "run1-2-200000000000", "run1-1-110000000000"} {
+		if !ids[id] {
+			t.Errorf("no request had the id %s", id)
+		}
 	}
 }
 
