@@ -2,6 +2,7 @@ package bench_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -212,5 +214,71 @@ func TestLoad_Refused(t *testing.T) {
 	}
 	if st.OK != 0 || st.Failed == 0 || st.Failed > 100 || !strings.Contains(st.FirstError, "refused") {
 		t.Errorf("ok=%d failed=%d (%s), want a few failures saying the connection was refused", st.OK, st.Failed, st.FirstError)
+	}
+}
+
+// The generator allocates nothing a request: what it costs the machine is
+// taken from the server it measures. The server here allocates nothing a
+// request either, so the process's allocations are the generator's.
+func TestLoad_NoAllocations(t *testing.T) {
+	ln, err := bench.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	answer := []byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 21\r\n\r\n{\"status\":\"accepted\"}")
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					n := 0
+					for {
+						line, err := br.ReadSlice('\n')
+						if err != nil {
+							return
+						}
+						if len(line) <= 2 {
+							break
+						}
+						if v, ok := bytes.CutPrefix(line, []byte("Content-Length: ")); ok {
+							for _, d := range bytes.TrimSpace(v) {
+								n = n*10 + int(d-'0')
+							}
+						}
+					}
+					if _, err := br.Discard(n); err != nil {
+						return
+					}
+					if _, err := c.Write(answer); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	l := bench.Load{URL: "http://" + ln.Addr().String() + "/hooks/github", Request: bench.NewGitHubRequest("s", 1024), IDPrefix: "t", Conns: 4, Duration: 300 * time.Millisecond}
+	if _, err := l.Run(context.Background()); err != nil { // warm up
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	st, err := l.Run(context.Background())
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.OK < 1000 || st.Failed != 0 {
+		t.Fatalf("ok=%d failed=%d (%s), want over 1,000 answers and no failure", st.OK, st.Failed, st.FirstError)
+	}
+	// A run's own allocations (its connections, buffers, histograms,
+	// goroutines and timers) are a few hundred whatever its length.
+	if n := after.Mallocs - before.Mallocs; n > 1000+uint64(st.OK)/10 {
+		t.Errorf("%d allocations for %d requests, want a few hundred for the run and none a request", n, st.OK)
 	}
 }

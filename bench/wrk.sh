@@ -2,7 +2,7 @@
 # wrk.sh: measures the bare server and hookbox with `hookbox bench`'s own
 # load generator and with wrk (github.lua), alternated in one sitting, so
 # that the generator can be checked against wrk on the same machine in the
-# same minutes (BENCHMARKS.md, "Checking the load generator against wrk").
+# same minutes (BENCHMARKS.md, "The load generator against wrk, in one sitting").
 #
 # Usage: bench/wrk.sh HOOKBOX [PAIRS] [CONNS] [DURATION]
 #
