@@ -79,14 +79,14 @@ func TestPushBody(t *testing.T) {
 	}
 }
 
-func TestRun(t *testing.T) {
+func TestLoad_Run(t *testing.T) {
 	srv := httptest.NewServer(bench.Bare())
 	defer srv.Close()
 	req := bench.NewGitHubRequest("s", 1024)
 	for _, rate := range []float64{0, 200} {
-		st, err := bench.Run(context.Background(), bench.Load{
+		st, err := bench.Load{
 			URL: srv.URL + "/hooks/github", Request: req, IDPrefix: "t", Conns: 4, Duration: 200 * time.Millisecond, Rate: rate,
-		})
+		}.Run(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +100,7 @@ func TestRun(t *testing.T) {
 			t.Errorf("rate %g for 200ms: %d answers, want about 40", rate, st.OK)
 		}
 	}
-	if _, err := bench.Run(context.Background(), bench.Load{URL: "http://192.0.2.1/x", Conns: 1, Duration: time.Millisecond}); err == nil {
+	if _, err := (bench.Load{URL: "http://192.0.2.1/x", Conns: 1, Duration: time.Millisecond}).Run(context.Background()); err == nil {
 		t.Error("Run to a non-loopback address: no error")
 	}
 }

@@ -1,8 +1,14 @@
-// Package bench measures how fast a webhook receiver can answer: a
-// keep-alive HTTP load generator (closed loop over N connections, or open
-// loop at a fixed rate), a latency histogram, a bare HTTP server that stores
-// nothing (the ceiling to compare against), a delivery sink, child process
-// control with RSS and CPU accounting from /proc, and a raw fork/exec loop.
+// Package bench is the body of `hookbox bench`: it measures how fast a
+// webhook receiver can answer. Run runs a benchmark as Options describe it:
+// the servers of a mode (a real hookbox, a bare HTTP server that stores
+// nothing: the ceiling to compare against) as child processes, each
+// started by Serve in `hookbox bench-server`, loaded in alternating rounds,
+// with the report and the goals. Its parts: a keep-alive HTTP load
+// generator as cheap as wrk (Load: closed loop over N connections, or open
+// loop at a fixed rate), a latency histogram, a delivery sink, child process
+// control with RSS and CPU accounting from /proc, a raw fork/exec loop and
+// the disk's own fsync rate. github.lua makes wrk send the generator's
+// requests, to check it against wrk.
 //
 // Everything here talks to 127.0.0.1 only and every run is bounded in time.
 package bench
