@@ -5,13 +5,13 @@
 // much clock difference it accepts, which of its headers hold credentials,
 // and the handshake it asks of a new endpoint (Slack's url_verification).
 //
-// The schemes are the presets stripe, github, shopify, slack, standard
-// (Standard Webhooks, also Svix) and gitlab, the generic hmac and token
-// schemes, and none. They are listed once, in the registry table below;
-// config validation, New, the receiver's redaction and its handshakes all
-// read it through Lookup and All. A new provider is one more file holding
-// its Provider value and verifier, its line in the table, and its test
-// vectors in testdata/.
+// The schemes are the provider presets (stripe, github, slack, standard
+// for Standard Webhooks and Svix, and the others of the table below), the
+// generic hmac and token schemes, and none. They are listed once, in the
+// registry table below; config validation, New, the receiver's redaction
+// and its handshakes all read it through Lookup and All. A new provider is
+// one more file holding its Provider value and verifier, its line in the
+// table, and its test vectors in testdata/.
 //
 // Errors returned by a Verifier wrap exactly one of ErrMissing,
 // ErrMalformed, ErrMismatch or ErrTimestamp. Their text names the scheme
@@ -80,6 +80,13 @@ type Provider struct {
 	// secret checks the format of one secret, for schemes whose secrets
 	// have one; its error never quotes the secret.
 	secret func(s string) error
+
+	// ExampleSecret is a secret in the format the scheme requires, for
+	// code that builds every scheme without a real secret (the registry's
+	// tests, examples). "" for a scheme that takes the example Standard
+	// Webhooks secret ("whsec_" and base64), as every scheme without a
+	// format of its own does.
+	ExampleSecret string
 }
 
 // Setting is a source key, beyond the secret, that a scheme reads.
@@ -123,8 +130,8 @@ func (p Provider) Setting(key string) (Setting, bool) {
 }
 
 // CheckSecret reports whether secret is usable by the scheme, without
-// building a verifier: only standard's secrets have a format (whsec_ and
-// base64). The error never quotes the secret.
+// building a verifier, for the schemes whose secrets have a format
+// (standard's whsec_ and base64). The error never quotes the secret.
 func (p Provider) CheckSecret(secret string) error {
 	if p.secret == nil {
 		return nil
