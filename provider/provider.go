@@ -40,6 +40,7 @@ var registry = [...]Provider{
 	sentryProvider,
 	vercelProvider,
 	intercomProvider,
+	mailgunProvider,
 	hmacProvider,
 	tokenProvider,
 	noneProvider,
