@@ -39,6 +39,7 @@ var registry = [...]Provider{
 	gitlabProvider,
 	sentryProvider,
 	vercelProvider,
+	notionProvider,
 	intercomProvider,
 	mailgunProvider,
 	hmacProvider,
