@@ -41,6 +41,7 @@ var registry = [...]Provider{
 	vercelProvider,
 	notionProvider,
 	intercomProvider,
+	postmarkProvider,
 	mailgunProvider,
 	hmacProvider,
 	tokenProvider,
@@ -136,7 +137,8 @@ func (p Provider) Setting(key string) (Setting, bool) {
 
 // CheckSecret reports whether secret is usable by the scheme, without
 // building a verifier, for the schemes whose secrets have a format
-// (standard's whsec_ and base64). The error never quotes the secret.
+// (standard's whsec_ and base64, postmark's user:password). The error
+// never quotes the secret.
 func (p Provider) CheckSecret(secret string) error {
 	if p.secret == nil {
 		return nil
