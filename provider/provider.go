@@ -43,6 +43,7 @@ var registry = [...]Provider{
 	intercomProvider,
 	postmarkProvider,
 	mailgunProvider,
+	sendgridProvider,
 	hmacProvider,
 	tokenProvider,
 	noneProvider,
@@ -137,8 +138,8 @@ func (p Provider) Setting(key string) (Setting, bool) {
 
 // CheckSecret reports whether secret is usable by the scheme, without
 // building a verifier, for the schemes whose secrets have a format
-// (standard's whsec_ and base64, postmark's user:password). The error
-// never quotes the secret.
+// (standard's whsec_ and base64, postmark's user:password, sendgrid's
+// public key). The error never quotes the secret.
 func (p Provider) CheckSecret(secret string) error {
 	if p.secret == nil {
 		return nil
