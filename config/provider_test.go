@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -17,7 +18,7 @@ func minimalSource(p provider.Provider) string {
 	if p.Unsigned {
 		doc += "insecure = true\n"
 	} else {
-		doc += "secret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n"
+		doc += fmt.Sprintf("secret = %q\n", cmp.Or(p.ExampleSecret, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"))
 	}
 	if p.Header != "" {
 		doc += "header = \"X-Sig\"\n"

@@ -48,6 +48,13 @@ var registry = [...]Provider{
 	telegramProvider,
 	clerkProvider,
 	resendProvider,
+	sentryProvider,
+	vercelProvider,
+	notionProvider,
+	intercomProvider,
+	postmarkProvider,
+	mailgunProvider,
+	sendgridProvider,
 	hmacProvider,
 	tokenProvider,
 	noneProvider,
@@ -97,6 +104,13 @@ type Provider struct {
 	// secret checks the format of one secret, for schemes whose secrets
 	// have one; its error never quotes the secret.
 	secret func(s string) error
+
+	// ExampleSecret is a secret in the format the scheme requires, for
+	// code that builds every scheme without a real secret (the registry's
+	// tests, examples). "" for a scheme that takes the example Standard
+	// Webhooks secret ("whsec_" and base64), as every scheme without a
+	// format of its own does.
+	ExampleSecret string
 }
 
 // Setting is a source key, beyond the secret, that a scheme reads.
@@ -156,7 +170,8 @@ func (p Provider) ToleranceText() string {
 
 // CheckSecret reports whether secret is usable by the scheme, without
 // building a verifier, for the schemes whose secrets have a format
-// (standard's whsec_ and base64, say). The error never quotes the secret.
+// (standard's whsec_ and base64, postmark's user:password, sendgrid's
+// public key). The error never quotes the secret.
 func (p Provider) CheckSecret(secret string) error {
 	if p.secret == nil {
 		return nil

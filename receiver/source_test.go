@@ -1,6 +1,7 @@
 package receiver_test
 
 import (
+	"cmp"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -23,7 +24,7 @@ func TestNewSource(t *testing.T) {
 		t.Run(p.Name, func(t *testing.T) {
 			o := provider.Options{Scheme: p.Name, EventID: "json:id"}
 			if !p.Unsigned {
-				o.Secrets = []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}
+				o.Secrets = []string{cmp.Or(p.ExampleSecret, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")}
 			}
 			if p.Header != "" {
 				o.Header = "X-Custom-Sig"

@@ -1,0 +1,31 @@
+package provider
+
+import "crypto/sha1"
+
+// intercomProvider is Intercom's webhook notifications
+// (developers.intercom.com/docs/webhooks, "Signed notifications").
+//
+// X-Hub-Signature is "sha1=" and the lower-case hex of HMAC-SHA1 over the
+// raw JSON body, keyed with the app's client_secret (the Basic Info page
+// of the app in the Developer Hub). No timestamp is signed. Every listed
+// secret is tried, for a rotation.
+//
+// A notification's "id" (notif_…) names the notification and stays the
+// same when Intercom sends it again, while delivery_attempts, in the same
+// body, counts the attempts: the bytes may differ between attempts, so
+// body-sha256 would not dedupe them and json:id does. Its "topic" (conversation.user.created,
+// contact.user.created, ping, …) is the type.
+var intercomProvider = Provider{
+	Name:      "intercom",
+	Signature: "`X-Hub-Signature` (`sha1=` hex, the app's `client_secret`; no timestamp)",
+	Docs:      "https://developers.intercom.com/docs/webhooks",
+	EventID:   "json:id",
+	EventType: "json:topic",
+	Redact:    []string{"X-Hub-Signature"},
+	verifier: func(o Options) (Verifier, error) {
+		return &hmacVerifier{
+			scheme: "intercom", header: "X-Hub-Signature", prefix: "sha1=",
+			size: sha1.Size, lowerHex: true, keys: rawKeys(sha1.New, o.Secrets),
+		}, nil
+	},
+}

@@ -1,0 +1,39 @@
+package provider
+
+import "crypto/sha256"
+
+// sentryProvider is Sentry's integration platform (internal and public
+// integrations; docs.sentry.io/organization/integrations/integration-platform/webhooks/).
+//
+// Sentry-Hook-Signature is the lower-case hex of HMAC-SHA256 over the body,
+// keyed with the integration's Client Secret. Sentry signs the exact string
+// it posts (SentryApp.build_signature over AppPlatformEvent.body in
+// getsentry/sentry); the docs' snippets re-serialise a parsed body, which
+// only happens to give the same bytes, so hookbox checks the raw ones.
+// Sentry-Hook-Timestamp is not signed, so it bounds nothing and no
+// tolerance applies. A rotated Client Secret is one more secret: every one
+// listed is tried.
+//
+// The id is Request-ID and the type Sentry-Hook-Resource (issue, error,
+// comment, event_alert, metric_alert, installation), as the docs describe
+// them. Neither is signed. Request-ID is made for each request Sentry
+// builds: its task retries (a timeout, a refused connection, 503 or 504:
+// three more, five minutes apart) carry a new one. A 503 from hookbox
+// stored nothing, so the retry is rightly new; only an answer lost after a
+// durable write turns into a second event, which a source with event_id =
+// "body-sha256" dedupes (at the price of merging two events whose bodies
+// are byte for byte the same).
+var sentryProvider = Provider{
+	Name:      "sentry",
+	Signature: "`Sentry-Hook-Signature` (hex HMAC-SHA256 of the body, the integration's Client Secret; no timestamp signed)",
+	Docs:      "https://docs.sentry.io/organization/integrations/integration-platform/webhooks/",
+	EventID:   "header:Request-ID",
+	EventType: "header:Sentry-Hook-Resource",
+	Redact:    []string{"Sentry-Hook-Signature"},
+	verifier: func(o Options) (Verifier, error) {
+		return &hmacVerifier{
+			scheme: "sentry", header: "Sentry-Hook-Signature",
+			size: sha256.Size, lowerHex: true, keys: rawKeys(sha256.New, o.Secrets),
+		}, nil
+	},
+}

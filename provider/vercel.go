@@ -1,0 +1,30 @@
+package provider
+
+import "crypto/sha1"
+
+// vercelProvider is Vercel's webhooks, account webhooks and integration
+// webhooks alike (vercel.com/docs/webhooks/webhooks-api#securing-webhooks).
+//
+// x-vercel-signature is the lower-case hex of HMAC-SHA1 over the raw body,
+// keyed with the webhook's secret (shown once when an account webhook is
+// created) or, for an integration, its Client Secret. Vercel's own example
+// compares the hex strings, so upper-case digits are refused here too.
+// Nothing else is signed and there is no timestamp. Every listed secret is
+// tried, for a rotation.
+//
+// The body's "id" is, in Vercel's words, the ID of the webhook delivery,
+// and its "type" the event type (deployment.created, project.removed, …).
+var vercelProvider = Provider{
+	Name:      "vercel",
+	Signature: "`x-vercel-signature` (hex HMAC-SHA1 of the body; no timestamp)",
+	Docs:      "https://vercel.com/docs/webhooks/webhooks-api#securing-webhooks",
+	EventID:   "json:id",
+	EventType: "json:type",
+	Redact:    []string{"X-Vercel-Signature"},
+	verifier: func(o Options) (Verifier, error) {
+		return &hmacVerifier{
+			scheme: "vercel", header: "X-Vercel-Signature",
+			size: sha1.Size, lowerHex: true, keys: rawKeys(sha1.New, o.Secrets),
+		}, nil
+	},
+}
