@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -17,7 +18,7 @@ func minimalSource(p provider.Provider) string {
 	if p.Unsigned {
 		doc += "insecure = true\n"
 	} else {
-		doc += "secret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n"
+		doc += fmt.Sprintf("secret = %q\n", cmp.Or(p.SecretExample, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"))
 	}
 	if p.Header != "" {
 		doc += "header = \"X-Sig\"\n"
@@ -94,6 +95,10 @@ func TestParse_SchemeKeys(t *testing.T) {
 			if p.Tolerance == 0 {
 				doc += "tolerance = \"1m\"\n"
 				want = append(want, "source[s].tolerance")
+			}
+			if !p.SignsURL {
+				doc += "public_url = \"https://hooks.example.com/hooks/s\"\n"
+				want = append(want, "source[s].public_url")
 			}
 			_, err := config.Parse("c.toml", []byte(doc), env(nil))
 			if got := fields(problems(t, err)); !slices.Equal(got, want) {

@@ -35,6 +35,33 @@ type vector struct {
 	ExpectValid     bool              `json:"expect_valid"`
 	Notes           string            `json:"notes"`
 	SDKDisagreement *string           `json:"sdk_disagreement"`
+	// ExpectedReply is the answer of a handshake (a request answered and
+	// not stored), in the files added since signatures.json.
+	ExpectedReply *struct {
+		ContentType string `json:"content_type"`
+		Body        string `json:"body"`
+	} `json:"expected_reply"`
+}
+
+// request is the case as a RequestVerifier sees it.
+func (c vector) request() *provider.Request {
+	r := &provider.Request{Method: c.Method, Header: c.header(), Body: []byte(c.Body)}
+	if r.Method == "" {
+		r.Method = http.MethodPost
+	}
+	if c.URL != nil {
+		r.URL = *c.URL
+	}
+	return r
+}
+
+// verifyCase checks a case as the receiver does: through VerifyRequest
+// for a scheme that signs the URL or reads the query.
+func verifyCase(v provider.Verifier, c vector) error {
+	if rv, ok := v.(provider.RequestVerifier); ok {
+		return rv.VerifyRequest(c.request(), time.Unix(c.NowUnix, 0))
+	}
+	return v.Verify(c.header(), []byte(c.Body), time.Unix(c.NowUnix, 0))
 }
 
 func (c vector) header() http.Header {

@@ -7,11 +7,17 @@
 //
 // The schemes are the presets stripe, github, shopify, slack, standard
 // (Standard Webhooks, also Svix) and gitlab, the generic hmac and token
-// schemes, and none. They are listed once, in the registry table below;
-// config validation, New, the receiver's redaction and its handshakes all
-// read it through Lookup and All. A new provider is one more file holding
-// its Provider value and verifier, its line in the table, and its test
-// vectors in testdata/.
+// schemes, and none. They are listed once, in the registry
+// table below; config validation, New, the receiver's redaction and its
+// handshakes all read it through Lookup and All. A new provider is one more
+// file holding its Provider value and verifier, its line in the table, and
+// its test vectors in testdata/.
+//
+// Most schemes sign the body and some headers, and their Verifier is all
+// the receiver needs. A scheme that signs the method or the URL the
+// provider called, or reads its query, is a RequestVerifier too: the
+// receiver builds the Request only for those, so the others cost nothing
+// for it.
 //
 // Errors returned by a Verifier wrap exactly one of ErrMissing,
 // ErrMalformed, ErrMismatch or ErrTimestamp. Their text names the scheme
@@ -68,11 +74,18 @@ type Provider struct {
 	// Unsigned is set for the scheme that checks nothing (none): its
 	// source takes no secret and must say insecure = true.
 	Unsigned bool
-	// Handshake, if set, answers a verified request that asks the endpoint
-	// to prove itself instead of carrying an event: given the request's
-	// headers and its JSON body, ok reports whether it is one, and reply
-	// is the answer, sent as JSON with 200. Nothing of it is stored.
-	Handshake func(h http.Header, doc any) (reply any, ok bool)
+	// SignsURL is set for a scheme whose signature covers the URL the
+	// provider called: a source of it may say that URL (public_url), for
+	// when hookbox sits behind a proxy that changes it.
+	SignsURL bool
+	// SecretExample is a secret of the scheme's format, for examples and
+	// tests; "" when any non-empty string is one.
+	SecretExample string
+	// Handshake, if set, builds a source's handshake from its options (a
+	// reply keyed with the source's secret needs them): it answers the
+	// verified requests that ask the endpoint to prove itself instead of
+	// carrying an event. Nothing of them is stored.
+	Handshake func(o Options) Handshaker
 
 	// verifier builds the scheme's verifier from options New has checked:
 	// secrets given and none empty (unless Unsigned), tolerance set.
@@ -170,6 +183,10 @@ type Options struct {
 	// EventID and EventType are where a source's events carry their id
 	// and type; "" means the provider's.
 	EventID, EventType string
+	// PublicURL is the URL the provider calls, for a scheme that signs it
+	// (SignsURL): scheme, host and path, the query being the request's as
+	// received. "" means the URL the request was received at.
+	PublicURL string
 }
 
 // Verifier checks one request. now is the receiver's clock (injected, for tests).
@@ -181,14 +198,38 @@ type Verifier interface {
 	Verify(h http.Header, body []byte, now time.Time) error
 }
 
+// Request is a webhook request as a RequestVerifier sees it.
+type Request struct {
+	Method string // as received, e.g. "POST"
+	// URL is the URL the provider called: the source's public_url
+	// followed by the query as received, else
+	// http://<Host header><request URI> as received.
+	URL    string
+	Header http.Header
+	Body   []byte
+}
+
+// RequestVerifier is a Verifier whose scheme signs or reads more of the
+// request than its headers and body: its method, its URL or its query.
+// The receiver calls VerifyRequest, not Verify, for such a verifier; its
+// Verify, lacking the URL, refuses every request with ErrMissing.
+//
+// VerifyRequest's errors are Verify's.
+type RequestVerifier interface {
+	Verifier
+	VerifyRequest(r *Request, now time.Time) error
+}
+
 // New builds the verifier for o.Scheme. It returns an error for an unknown
 // scheme, no secrets (except for "none"), an empty secret, a negative
 // tolerance, an hmac or token scheme without Header, an unknown hmac
-// algorithm or encoding, and a standard secret that is not base64 after its
-// "whsec_" prefix. Error text never contains a secret.
+// algorithm or encoding, a standard secret that is not base64 after its
+// "whsec_" prefix, and a PublicURL for a scheme that signs no URL. Error text never contains a secret.
 func New(o Options) (Verifier, error) {
 	p, ok := Lookup(o.Scheme)
 	switch {
+	case ok && o.PublicURL != "" && !p.SignsURL:
+		return nil, fmt.Errorf("signature: %s: public_url is only for a scheme that signs the URL", o.Scheme)
 	case ok && p.Unsigned:
 		return p.verifier(o)
 	case o.Scheme == "":

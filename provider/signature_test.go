@@ -28,8 +28,7 @@ func TestVerify_Vectors(t *testing.T) {
 				}
 				t.Skip(why)
 			}
-			v := mustNew(t, vectorOptions(t, c))
-			err := v.Verify(c.header(), []byte(c.Body), time.Unix(c.NowUnix, 0))
+			err := verifyCase(mustNew(t, vectorOptions(t, c)), c)
 			if got := err == nil; got != c.ExpectValid {
 				t.Fatalf("valid=%t (err=%v), want %t", got, err, c.ExpectValid)
 			}

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"hookbox/location"
 )
 
 const (
@@ -23,20 +25,24 @@ var slackProvider = Provider{
 	EventType: "json:event.type",
 	Tolerance: 5 * time.Minute, // as Slack's SDKs
 	Redact:    []string{slackSigHeader},
-	Handshake: slackHandshake,
+	Handshake: func(Options) Handshaker { return slackHandshake },
 	verifier: func(o Options) (Verifier, error) {
 		return &slackVerifier{keys: rawKeys(sha256.New, o.Secrets), tol: o.Tolerance}, nil
 	},
 }
 
 // slackHandshake answers url_verification with its challenge.
-func slackHandshake(_ http.Header, doc any) (any, bool) {
+func slackHandshake(r *location.Request) (Reply, bool) {
+	doc, err := r.JSON()
+	if err != nil {
+		return Reply{}, false
+	}
 	m, ok := doc.(map[string]any)
 	if !ok || m["type"] != "url_verification" {
-		return nil, false
+		return Reply{}, false
 	}
 	challenge, _ := m["challenge"].(string)
-	return map[string]string{"challenge": challenge}, true
+	return JSONReply(map[string]string{"challenge": challenge}), true
 }
 
 // slackVerifier checks X-Slack-Signature: v0=<hex of HMAC-SHA256 over
