@@ -231,7 +231,7 @@ func TestParse_Presets(t *testing.T) {
 	}{
 		{"stripe", "", "json:id", "json:type"},
 		{"github", "", "header:X-GitHub-Delivery", "header:X-GitHub-Event"},
-		{"shopify", "", "header:X-Shopify-Webhook-Id", "header:X-Shopify-Topic"},
+		{"shopify", "", "header:X-Shopify-Webhook-Id,header:Shopify-Event-Id", "header:X-Shopify-Topic,header:Shopify-Topic"},
 		{"slack", "", "json:event_id", "json:event.type"},
 		{"standard", "", "header:webhook-id,header:svix-id", "json:type"},
 		{"gitlab", "", "header:X-Gitlab-Event-UUID", "header:X-Gitlab-Event"},

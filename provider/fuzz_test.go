@@ -92,13 +92,16 @@ func FuzzGitHub(f *testing.F) {
 }
 
 func FuzzShopify(f *testing.F) {
-	v, cases, signed, secrets := fuzzSetup(f, "shopify", provider.Options{Scheme: "shopify"})
+	v, cases, signed, secrets := fuzzAllSetup(f, "shopify")
 	for _, c := range cases {
-		f.Add(c.Headers["X-Shopify-Hmac-Sha256"], []byte(c.Body))
+		f.Add(c.header().Get("X-Shopify-Hmac-Sha256"), c.header().Get("Shopify-Hmac-Sha256"), []byte(c.Body))
 	}
-	f.Fuzz(func(t *testing.T, sig string, body []byte) {
+	f.Fuzz(func(t *testing.T, sig, eventsSig string, body []byte) {
 		h := http.Header{}
 		h.Set("X-Shopify-Hmac-Sha256", sig)
+		if eventsSig != "" {
+			h.Set("Shopify-Hmac-Sha256", eventsSig)
+		}
 		checkFuzz(t, v.Verify(h, body, testNow), body, signed, secrets)
 	})
 }
@@ -151,4 +154,37 @@ func FuzzGitLab(f *testing.F) {
 		}
 		checkErr(t, err, secrets...)
 	})
+}
+
+// allVectorsOf returns the cases of one provider in every vector file,
+// failing if there are none.
+func allVectorsOf(tb testing.TB, name string) []vector {
+	tb.Helper()
+	var out []vector
+	for _, c := range loadAllVectors(tb) {
+		if c.Provider == name {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		tb.Fatalf("no vectors for provider %q", name)
+	}
+	return out
+}
+
+// fuzzAllSetup is fuzzSetup over every vector file.
+func fuzzAllSetup(f *testing.F, name string) (provider.Verifier, []vector, [][]byte, []string) {
+	f.Helper()
+	cases := allVectorsOf(f, name)
+	var signed [][]byte
+	var secrets []string
+	for _, c := range cases {
+		if !slices.Contains(secrets, c.Secret) {
+			secrets = append(secrets, c.Secret)
+		}
+		if c.ExpectValid {
+			signed = append(signed, []byte(c.Body))
+		}
+	}
+	return mustNew(f, provider.Options{Scheme: name, Secrets: secrets}), cases, signed, secrets
 }

@@ -159,36 +159,43 @@ func fresh(ts int64, now time.Time, tol time.Duration, future bool) bool {
 // scheme accepts hex digits of either case, since senders differ; github
 // accepts only lower case (see decodeHex).
 type hmacVerifier struct {
-	scheme   string
-	header   string // canonical
-	prefix   string
-	size     int  // digest length in bytes
-	base64   bool // else hex
-	lowerHex bool // reject upper-case hex digits
-	keys     []*macKey
+	scheme string
+	header string // canonical
+	// preferred, if set, is a header checked instead of header when the
+	// request has it (Shopify's Events deliveries).
+	preferred string
+	prefix    string
+	size      int  // digest length in bytes
+	base64    bool // else hex
+	lowerHex  bool // reject upper-case hex digits
+	keys      []*macKey
 }
 
 func (v *hmacVerifier) Verify(h http.Header, body []byte, _ time.Time) error {
-	val := h.Get(v.header)
+	name := v.header
+	if v.preferred != "" && h.Get(v.preferred) != "" {
+		name = v.preferred
+	}
+	val := h.Get(name)
 	if val == "" {
-		return fmt.Errorf("%s: %s: %w", v.scheme, v.header, ErrMissing)
+		return fmt.Errorf("%s: %s: %w", v.scheme, name, ErrMissing)
 	}
 	enc, ok := strings.CutPrefix(val, v.prefix)
 	if !ok {
-		return fmt.Errorf("%s: %s: want prefix %q: %w", v.scheme, v.header, v.prefix, ErrMalformed)
+		return fmt.Errorf("%s: %s: want prefix %q: %w", v.scheme, name, v.prefix, ErrMalformed)
 	}
 	var buf [maxMAC]byte
 	want := buf[:v.size]
 	if v.base64 {
 		if !decodeBase64(want, enc) {
-			return fmt.Errorf("%s: %s: not base64 of a %d-byte digest: %w", v.scheme, v.header, v.size, ErrMalformed)
+			return fmt.Errorf("%s: %s: not base64 of a %d-byte digest: %w", v.scheme, name, v.size, ErrMalformed)
 		}
 	} else if !decodeHex(want, enc, v.lowerHex) {
 		what := "hex"
 		if v.lowerHex {
 			what = "lower-case hex"
 		}
-		return fmt.Errorf("%s: %s: not %s of a %d-byte digest: %w", v.scheme, v.header, what, v.size, ErrMalformed)
+		return fmt.Errorf("%s: %s: not %s of a %d-byte digest: %w", v.scheme, name, what, v.size, ErrMalformed)
 	}
 	var mac [maxMAC]byte
 	for _, k := range v.keys {
@@ -196,5 +203,5 @@ func (v *hmacVerifier) Verify(h http.Header, body []byte, _ time.Time) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%s: %s: %w", v.scheme, v.header, ErrMismatch)
+	return fmt.Errorf("%s: %s: %w", v.scheme, name, ErrMismatch)
 }

@@ -267,7 +267,12 @@ func TestSlackHandshake(t *testing.T) {
 	if !ok || reply.ContentType != "application/json" || string(reply.Body) != `{"challenge":"c1"}`+"\n" {
 		t.Fatalf("url_verification: reply %q %q, %t; want {challenge: c1} as JSON", reply.ContentType, reply.Body, ok)
 	}
-	for _, body := range []string{`{"type":"event_callback","challenge":"c1"}`, `["url_verification"]`, `"url_verification"`, ``, "token=t&ssl_check=1"} {
+	reply, ok = handshake(t, "slack", o, nil, "token=gIkuvaNzQIHg97ATvDxqgjtO&ssl_check=1")
+	if !ok || len(reply.Body) != 0 {
+		t.Fatalf("ssl_check: reply %q, %t; want an empty 200", reply.Body, ok)
+	}
+	for _, body := range []string{`{"type":"event_callback","challenge":"c1"}`, `["url_verification"]`, `"url_verification"`, ``,
+		"command=%2Fweather&text=ssl_check%3D1", "ssl_check=0&token=t", "ssl_check=1;x"} {
 		if reply, ok := handshake(t, "slack", o, nil, body); ok {
 			t.Errorf("%q answered %q, want no handshake", body, reply.Body)
 		}

@@ -1,10 +1,12 @@
 package provider
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -18,7 +20,8 @@ const (
 
 // slackProvider: Events API requests carry their id and type in the JSON
 // body. A new Request URL is first sent a signed url_verification, which
-// must be answered with its challenge.
+// must be answered with its challenge; a slash command's URL is probed
+// with ssl_check.
 var slackProvider = Provider{
 	Name:      "slack",
 	EventID:   "json:event_id",
@@ -31,18 +34,33 @@ var slackProvider = Provider{
 	},
 }
 
-// slackHandshake answers url_verification with its challenge.
+// slackHandshake answers url_verification with its challenge, and
+// ssl_check with an empty 200.
+//
+// Slack probes a slash command's URL with a form-encoded ssl_check=1 (and a
+// deprecated verification token) and wants a 200: it carries no event.
+// bolt-js answers it after the signature check, bolt-python before; hookbox
+// checks the signature first, as the stricter does, so an unsigned probe is
+// refused like any unsigned request.
 func slackHandshake(r *location.Request) (Reply, bool) {
-	doc, err := r.JSON()
-	if err != nil {
+	if doc, err := r.JSON(); err == nil {
+		m, ok := doc.(map[string]any)
+		if !ok || m["type"] != "url_verification" {
+			return Reply{}, false
+		}
+		challenge, _ := m["challenge"].(string)
+		return JSONReply(map[string]string{"challenge": challenge}), true
+	}
+	// A slash command body is form-encoded; only one holding ssl_check is
+	// parsed here.
+	if !bytes.Contains(r.Body, []byte("ssl_check=")) {
 		return Reply{}, false
 	}
-	m, ok := doc.(map[string]any)
-	if !ok || m["type"] != "url_verification" {
+	form, err := url.ParseQuery(string(r.Body))
+	if err != nil || form.Get("ssl_check") != "1" {
 		return Reply{}, false
 	}
-	challenge, _ := m["challenge"].(string)
-	return JSONReply(map[string]string{"challenge": challenge}), true
+	return Reply{ContentType: "text/plain; charset=utf-8"}, true
 }
 
 // slackVerifier checks X-Slack-Signature: v0=<hex of HMAC-SHA256 over
