@@ -565,6 +565,11 @@ func vectorSource(v vector) string {
 		// Slash commands are form-encoded and carry no event_id: the body's
 		// hash is their only stable id.
 		return src + "verify = \"slack\"\nevent_id = \"json:event_id,body-sha256\"\n"
+	case "twilio":
+		// The official case's id is the I-Twilio-Idempotency-Token it
+		// carries: a source that trusts the token dedupes on it, and on
+		// the body's hash (the preset's) when it is absent.
+		return src + "verify = \"twilio\"\nevent_id = \"header:I-Twilio-Idempotency-Token,body-sha256\"\n" + publicURL(v)
 	case "generic-hmac-sha256":
 		header, prefix, encoding := "X-Signature", "", "hex"
 		if m := noteHeader.FindStringSubmatch(v.Notes); m != nil {

@@ -123,9 +123,7 @@ func vectorsOf(tb testing.TB, name string) []vector {
 // notPresets are providers in the vector file that hookbox has no preset
 // for: their cases are skipped, as long as the registry has no such name.
 var notPresets = map[string]string{
-	"twilio":      "twilio signs the full URL plus sorted form params; not a hookbox preset",
-	"mercadopago": "mercadopago signs a manifest built from the query and x-request-id, not the body; not a hookbox preset",
-	"paddle":      "paddle (ts=;h1=, 5 s tolerance) is not a hookbox preset",
+	"paddle": "paddle (ts=;h1=, 5 s tolerance) is not a hookbox preset",
 }
 
 var (

@@ -50,6 +50,12 @@ func newMACKey(fn func() hash.Hash, key []byte) *macKey {
 // the pooled buffer so they reach the hash in one Write, with no string
 // conversion.
 func (k *macKey) sum(dst, body []byte, pre ...string) []byte {
+	return k.sumAround(dst, pre, body, "")
+}
+
+// sumAround writes HMAC(pre[0] || ... || body || post) into dst, for a
+// scheme that signs something after the body (HubSpot's timestamp).
+func (k *macKey) sumAround(dst []byte, pre []string, body []byte, post string) []byte {
 	st := k.pool.Get().(*macState)
 	st.h.Reset()
 	st.pre = st.pre[:0]
@@ -60,6 +66,10 @@ func (k *macKey) sum(dst, body []byte, pre ...string) []byte {
 		st.h.Write(st.pre)
 	}
 	st.h.Write(body)
+	if post != "" {
+		st.pre = append(st.pre[:0], post...)
+		st.h.Write(st.pre)
+	}
 	n := copy(dst, st.h.Sum(st.sum[:0]))
 	// A hostile id header must not pin a large buffer in the pool.
 	if cap(st.pre) > 1<<10 {
@@ -148,6 +158,15 @@ func parseUnix(s string) (int64, bool) {
 // as the providers' SDKs do.
 func fresh(ts int64, now time.Time, tol time.Duration, future bool) bool {
 	age := now.Sub(time.Unix(ts, 0)) // saturates for absurd ts
+	if age > tol {
+		return false
+	}
+	return !future || age >= -tol
+}
+
+// freshMillis is fresh for a Unix time in milliseconds.
+func freshMillis(ms int64, now time.Time, tol time.Duration, future bool) bool {
+	age := now.Sub(time.UnixMilli(ms))
 	if age > tol {
 		return false
 	}

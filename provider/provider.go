@@ -5,9 +5,10 @@
 // much clock difference it accepts, which of its headers hold credentials,
 // and the handshake it asks of a new endpoint (Slack's url_verification).
 //
-// The schemes are the presets stripe, github, shopify, slack, standard
-// (Standard Webhooks, also Svix) and gitlab, the generic hmac and token
-// schemes, and none. They are listed once, in the registry
+// The schemes are the presets (stripe, github, shopify, slack, standard for
+// Standard Webhooks and Svix, gitlab, and those signing more than the body:
+// twilio, mercadopago, square, hubspot), the generic
+// hmac and token schemes, and none. They are listed once, in the registry
 // table below; config validation, New, the receiver's redaction and its
 // handshakes all read it through Lookup and All. A new provider is one more
 // file holding its Provider value and verifier, its line in the table, and
@@ -15,9 +16,9 @@
 //
 // Most schemes sign the body and some headers, and their Verifier is all
 // the receiver needs. A scheme that signs the method or the URL the
-// provider called, or reads its query, is a RequestVerifier too: the
-// receiver builds the Request only for those, so the others cost nothing
-// for it.
+// provider called (twilio, square, hubspot), or reads its query
+// (mercadopago), is a RequestVerifier too: the receiver builds the Request
+// only for those, so the others cost nothing for it.
 //
 // Errors returned by a Verifier wrap exactly one of ErrMissing,
 // ErrMalformed, ErrMismatch or ErrTimestamp. Their text names the scheme
@@ -43,6 +44,10 @@ var registry = [...]Provider{
 	slackProvider,
 	standardProvider,
 	gitlabProvider,
+	twilioProvider,
+	mercadopagoProvider,
+	squareProvider,
+	hubspotProvider,
 	hmacProvider,
 	tokenProvider,
 	noneProvider,
@@ -220,11 +225,18 @@ type RequestVerifier interface {
 	VerifyRequest(r *Request, now time.Time) error
 }
 
+// errNoURL is what a RequestVerifier's Verify returns: it cannot check a
+// request without the URL the provider called.
+func errNoURL(scheme string) error {
+	return fmt.Errorf("%s: the signature covers the request URL, which Verify is not given: %w", scheme, ErrMissing)
+}
+
 // New builds the verifier for o.Scheme. It returns an error for an unknown
 // scheme, no secrets (except for "none"), an empty secret, a negative
 // tolerance, an hmac or token scheme without Header, an unknown hmac
-// algorithm or encoding, a standard secret that is not base64 after its
-// "whsec_" prefix, and a PublicURL for a scheme that signs no URL. Error text never contains a secret.
+// algorithm or encoding, a secret not of the scheme's format (standard's
+// whsec_ and base64), and a PublicURL for a
+// scheme that signs no URL. Error text never contains a secret.
 func New(o Options) (Verifier, error) {
 	p, ok := Lookup(o.Scheme)
 	switch {

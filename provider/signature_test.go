@@ -45,7 +45,7 @@ func TestVerify_Vectors(t *testing.T) {
 		})
 	}
 	// Every preset in the file was exercised; nothing was silently skipped.
-	for _, p := range []string{"standard-webhooks", "svix", "stripe", "github", "shopify", "slack", "gitlab", "generic-hmac-sha256"} {
+	for _, p := range []string{"standard-webhooks", "svix", "stripe", "github", "shopify", "slack", "gitlab", "twilio", "mercadopago", "generic-hmac-sha256"} {
 		if checked[p] == 0 {
 			t.Errorf("provider %s: checked 0 cases, want > 0", p)
 		}
