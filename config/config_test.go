@@ -239,6 +239,8 @@ func TestParse_Presets(t *testing.T) {
 		{"mercadopago", "", "header:X-Request-Id", "json:action,json:type"},
 		{"square", "", "json:event_id", "json:type"},
 		{"hubspot", "", "json:0.eventId,body-sha256", "json:0.subscriptionType"},
+		{"zoom", "", "body-sha256", "json:event"},
+		{"twitch", "", "header:Twitch-Eventsub-Message-Id", "header:Twitch-Eventsub-Subscription-Type"},
 		{"stripe", `event_id = "header:Idem , json:id"` + "\n" + `event_type = "auto"`, "header:Idem,json:id", "auto"},
 		{"hmac", `header = "X-Sig"` + "\n" + `event_id = "body-sha256"`, "body-sha256", ""},
 		{"token", `header = "X-Token"` + "\n" + `event_id = "json:data.id"` + "\n" + `event_type = "json:data.kind"`, "json:data.id", "json:data.kind"},

@@ -408,3 +408,15 @@ func FuzzSquare(f *testing.F) {
 func FuzzHubSpot(f *testing.F) {
 	fuzzSigned(f, "hubspot", []string{"X-Hubspot-Signature-V3", "X-Hubspot-Request-Timestamp"}, true)
 }
+
+func FuzzZoom(f *testing.F) {
+	fuzzSigned(f, "zoom", []string{"X-Zm-Signature", "X-Zm-Request-Timestamp"}, false)
+}
+
+func FuzzTwitch(f *testing.F) {
+	fuzzSigned(f, "twitch", []string{"Twitch-Eventsub-Message-Signature", "Twitch-Eventsub-Message-Timestamp", "Twitch-Eventsub-Message-Id"}, false)
+}
+
+func FuzzDiscord(f *testing.F) {
+	fuzzSigned(f, "discord", []string{"X-Signature-Ed25519", "X-Signature-Timestamp"}, false)
+}

@@ -7,7 +7,7 @@
 //
 // The schemes are the presets (stripe, github, shopify, slack, standard for
 // Standard Webhooks and Svix, gitlab, and those signing more than the body:
-// twilio, mercadopago, square, hubspot), the generic
+// twilio, mercadopago, square, hubspot, zoom, twitch, discord), the generic
 // hmac and token schemes, and none. They are listed once, in the registry
 // table below; config validation, New, the receiver's redaction and its
 // handshakes all read it through Lookup and All. A new provider is one more
@@ -48,6 +48,9 @@ var registry = [...]Provider{
 	mercadopagoProvider,
 	squareProvider,
 	hubspotProvider,
+	zoomProvider,
+	twitchProvider,
+	discordProvider,
 	hmacProvider,
 	tokenProvider,
 	noneProvider,
@@ -235,7 +238,7 @@ func errNoURL(scheme string) error {
 // scheme, no secrets (except for "none"), an empty secret, a negative
 // tolerance, an hmac or token scheme without Header, an unknown hmac
 // algorithm or encoding, a secret not of the scheme's format (standard's
-// whsec_ and base64), and a PublicURL for a
+// whsec_ and base64, discord's hex public key), and a PublicURL for a
 // scheme that signs no URL. Error text never contains a secret.
 func New(o Options) (Verifier, error) {
 	p, ok := Lookup(o.Scheme)

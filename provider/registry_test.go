@@ -229,7 +229,7 @@ func TestLookup(t *testing.T) {
 			t.Errorf("Lookup(%q) found a provider, want none", name)
 		}
 	}
-	if got, want := strings.Join(provider.Names(), ", "), "stripe, github, shopify, slack, standard, gitlab, twilio, mercadopago, square, hubspot, hmac, token, none"; got != want {
+	if got, want := strings.Join(provider.Names(), ", "), "stripe, github, shopify, slack, standard, gitlab, twilio, mercadopago, square, hubspot, zoom, twitch, discord, hmac, token, none"; got != want {
 		t.Errorf("Names() = %s, want %s (the order check's messages list)", got, want)
 	}
 }

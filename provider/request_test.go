@@ -318,3 +318,89 @@ func TestVerifyRequest_Square(t *testing.T) {
 		}, provider.ErrMissing},
 	})
 }
+
+func TestZoomHandshake(t *testing.T) {
+	body := `{"payload":{"plainToken":"qgg8vlvZRS6UYooatFL8Aw"},"event_ts":1700000000456,"event":"endpoint.url_validation"}`
+	o := provider.Options{Secrets: []string{"old-token", "new-token"}}
+	for _, signer := range []string{"old-token", "new-token"} {
+		f := fixtureNamed(t, "zoom")
+		h, _ := f.sign(t, signer, []byte(body), testNow)
+		reply, ok := handshake(t, "zoom", o, h, body)
+		want := `{"encryptedToken":"` + hex.EncodeToString(mac(sha256.New, []byte(signer), "qgg8vlvZRS6UYooatFL8Aw")) + `","plainToken":"qgg8vlvZRS6UYooatFL8Aw"}` + "\n"
+		if !ok || string(reply.Body) != want || reply.ContentType != "application/json" {
+			t.Fatalf("signed with %s: reply %q %q, %t; want %q keyed with the signer's token", signer, reply.ContentType, reply.Body, ok, want)
+		}
+	}
+	for _, body := range []string{`{"event":"meeting.started","payload":{"plainToken":"x"}}`, `{"event":"endpoint.url_validation","payload":{}}`,
+		`{"event":"endpoint.url_validation","payload":{"plainToken":7}}`, `[]`, `event=endpoint.url_validation`} {
+		if reply, ok := handshake(t, "zoom", o, nil, body); ok {
+			t.Errorf("%s answered %q, want no handshake", body, reply.Body)
+		}
+	}
+}
+
+func TestTwitchHandshake(t *testing.T) {
+	verification := http.Header{"Twitch-Eventsub-Message-Type": {"webhook_callback_verification"}}
+	reply, ok := handshake(t, "twitch", provider.Options{Secrets: []string{"s"}}, verification, `{"challenge":"pogchamp-kappa","subscription":{}}`)
+	if !ok || string(reply.Body) != "pogchamp-kappa" || reply.ContentType != "text/plain; charset=utf-8" {
+		t.Fatalf("reply %q %q, %t; want the raw challenge as text/plain", reply.ContentType, reply.Body, ok)
+	}
+	for _, tt := range []struct {
+		typ, body string
+	}{
+		{"notification", `{"challenge":"c","event":{}}`},
+		{"revocation", `{"challenge":"c","subscription":{}}`},
+		{"webhook_callback_verification", `{"subscription":{}}`},
+		{"webhook_callback_verification", `{"challenge":1}`},
+		{"webhook_callback_verification", `challenge=c`},
+	} {
+		h := http.Header{"Twitch-Eventsub-Message-Type": {tt.typ}}
+		if reply, ok := handshake(t, "twitch", provider.Options{Secrets: []string{"s"}}, h, tt.body); ok {
+			t.Errorf("%s %s answered %q, want no handshake", tt.typ, tt.body, reply.Body)
+		}
+	}
+}
+
+func TestDiscordHandshake(t *testing.T) {
+	o := provider.Options{Secrets: []string{discordPublic[0]}}
+	reply, ok := handshake(t, "discord", o, nil, `{"id":"1","token":"t","type":1,"version":1}`)
+	if !ok || string(reply.Body) != `{"type":1}`+"\n" || reply.ContentType != "application/json" {
+		t.Fatalf("PING: reply %q %q, %t; want {\"type\":1}", reply.ContentType, reply.Body, ok)
+	}
+	for _, body := range []string{`{"id":"2","type":2}`, `{"type":"1"}`, `{"type":1.0}`, `{"version":1,"type":1,"event":{"type":"APPLICATION_AUTHORIZED"}}`, `[1]`} {
+		if reply, ok := handshake(t, "discord", o, nil, body); ok {
+			t.Errorf("%s answered %q, want no handshake", body, reply.Body)
+		}
+	}
+}
+
+func TestDiscordSecrets(t *testing.T) {
+	p, _ := provider.Lookup("discord")
+	for _, s := range []string{"", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", discordPublic[0][:62], discordPublic[0] + "00", strings.Repeat("g", 64)} {
+		if err := p.CheckSecret(s); err == nil {
+			t.Errorf("CheckSecret(%q) accepted it, want an error", s)
+		} else if s != "" && strings.Contains(err.Error(), s) {
+			t.Errorf("CheckSecret error %q quotes the secret", err)
+		}
+		if s != "" {
+			if _, err := provider.New(provider.Options{Scheme: "discord", Secrets: []string{s}}); err == nil {
+				t.Errorf("New accepted discord secret %q", s)
+			}
+		}
+	}
+	if err := p.CheckSecret(strings.ToUpper(discordPublic[0])); err != nil {
+		t.Errorf("upper-case hex key: %v", err)
+	}
+}
+
+func TestVerify_ShopifyEvents(t *testing.T) {
+	f := fixtureNamed(t, "shopify")
+	v := mustNew(t, withSecrets(f.opts, f.secrets[0]))
+	h, sig := f.sign(t, f.secrets[0], testBody, testNow)
+	events := http.Header{}
+	events.Set("Shopify-Hmac-Sha256", sig)
+	wantErr(t, v.Verify(events, testBody, testNow), nil)
+	h.Set("Shopify-Hmac-Sha256", base64.StdEncoding.EncodeToString(make([]byte, 32)))
+	// With the events header present, the X- one does not stand in for it.
+	wantErr(t, v.Verify(h, testBody, testNow), provider.ErrMismatch, sig)
+}

@@ -136,6 +136,17 @@ func TestVerify_Tolerance(t *testing.T) {
 		{"standard", 0, 300 * time.Second, nil},
 		{"standard", 0, 301 * time.Second, provider.ErrTimestamp},
 		{"standard", 30 * time.Second, 31 * time.Second, provider.ErrTimestamp},
+		{"zoom", 0, -2 * time.Hour, nil},
+		{"zoom", 0, -2*time.Hour - time.Second, provider.ErrTimestamp},
+		{"zoom", 0, 2 * time.Hour, nil},
+		{"zoom", 0, 2*time.Hour + time.Second, provider.ErrTimestamp},
+		{"zoom", 5 * time.Minute, -301 * time.Second, provider.ErrTimestamp},
+		{"twitch", 0, -10 * time.Minute, nil},
+		{"twitch", 0, -10*time.Minute - time.Millisecond, provider.ErrTimestamp},
+		{"twitch", 0, 24 * time.Hour, nil}, // the documentation bounds the past only
+		{"discord", 0, -300 * time.Second, nil},
+		{"discord", 0, -301 * time.Second, provider.ErrTimestamp},
+		{"discord", 0, 301 * time.Second, provider.ErrTimestamp},
 	}
 	byName := map[string]fixture{}
 	for _, f := range fixtures() {
