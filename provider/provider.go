@@ -144,8 +144,9 @@ func (p Provider) Setting(key string) (Setting, bool) {
 }
 
 // CheckSecret reports whether secret is usable by the scheme, without
-// building a verifier: only standard's secrets have a format (whsec_ and
-// base64). The error never quotes the secret.
+// building a verifier: only standard's (whsec_ and base64) and discord's
+// (the application's public key, 64 hex digits) have a format. The error
+// never quotes the secret.
 func (p Provider) CheckSecret(secret string) error {
 	if p.secret == nil {
 		return nil
