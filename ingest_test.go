@@ -517,6 +517,29 @@ type vector struct {
 	ExpectValid     bool              `json:"expect_valid"`
 	ExpectedEventID *string           `json:"expected_event_id"`
 	Notes           string            `json:"notes"`
+	// URL is the URL the provider called, for the schemes that sign it or
+	// read its query.
+	URL *string `json:"url"`
+	// ExpectedReply is a handshake's answer: sent, nothing stored.
+	ExpectedReply *struct {
+		ContentType string `json:"content_type"`
+		Body        string `json:"body"`
+	} `json:"expected_reply"`
+}
+
+// target is where a case is posted: /hooks/src with the query of the URL
+// the provider called, and the public_url that makes the receiver see that
+// URL ("" for a case without one).
+func (v vector) target(tb testing.TB) (path, publicURL string) {
+	tb.Helper()
+	if v.URL == nil {
+		return "/hooks/src", ""
+	}
+	base, query, _ := strings.Cut(*v.URL, "?")
+	if query != "" {
+		return "/hooks/src?" + query, base
+	}
+	return "/hooks/src", base
 }
 
 var (
@@ -542,6 +565,11 @@ func vectorSource(v vector) string {
 		// Slash commands are form-encoded and carry no event_id: the body's
 		// hash is their only stable id.
 		return src + "verify = \"slack\"\nevent_id = \"json:event_id,body-sha256\"\n"
+	case "twilio":
+		// The official case's id is the I-Twilio-Idempotency-Token it
+		// carries: a source that trusts the token dedupes on it, and on
+		// the body's hash (the preset's) when it is absent.
+		return src + "verify = \"twilio\"\nevent_id = \"header:I-Twilio-Idempotency-Token,body-sha256\"\n" + publicURL(v)
 	case "generic-hmac-sha256":
 		header, prefix, encoding := "X-Signature", "", "hex"
 		if m := noteHeader.FindStringSubmatch(v.Notes); m != nil {
@@ -560,9 +588,23 @@ func vectorSource(v vector) string {
 	// A preset added since signatures.json was written, with vectors of
 	// its own (provider/testdata/NAME.json).
 	if p, ok := provider.Lookup(v.Provider); ok && p.Header == "" && !p.Unsigned {
-		return src + fmt.Sprintf("verify = %q\n", v.Provider)
+		src += fmt.Sprintf("verify = %q\n", v.Provider)
+		if p.SignsURL {
+			src += publicURL(v)
+		}
+		return src
 	}
 	return ""
+}
+
+// publicURL is the public_url line of a case signed for a URL: the URL
+// without its query, which the request carries.
+func publicURL(v vector) string {
+	if v.URL == nil {
+		return ""
+	}
+	base, _, _ := strings.Cut(*v.URL, "?")
+	return fmt.Sprintf("public_url = %q\n", base)
 }
 
 func TestReceiver_Vectors(t *testing.T) {
@@ -591,7 +633,8 @@ func TestReceiver_Vectors(t *testing.T) {
 			}
 			ran++
 			tm := MustRunMain(t, cfg, "", WithNow(time.Unix(v.NowUnix, 0)))
-			code, body := tm.Post("/hooks/src", v.Headers, []byte(v.Body))
+			path, _ := v.target(t)
+			code, body, contentType := postCase(t, tm.URL+path, v)
 			list, err := tm.Events.List(context.Background(), dedupe.Filter{})
 			if err != nil {
 				t.Fatal(err)
@@ -610,6 +653,15 @@ func TestReceiver_Vectors(t *testing.T) {
 			}
 			if code != http.StatusOK {
 				t.Fatalf("status=%d body=%s, want 200", code, body)
+			}
+			if v.ExpectedReply != nil {
+				if body != v.ExpectedReply.Body || contentType != v.ExpectedReply.ContentType {
+					t.Fatalf("answer %q (%s), want the handshake's %q (%s)", body, contentType, v.ExpectedReply.Body, v.ExpectedReply.ContentType)
+				}
+				if len(list) != 0 {
+					t.Fatalf("a handshake stored %d events, want 0", len(list))
+				}
+				return
 			}
 			if strings.Contains(v.Body, `"url_verification"`) {
 				var ch struct{ Challenge string }
@@ -640,6 +692,29 @@ func TestReceiver_Vectors(t *testing.T) {
 	if ran < 30 {
 		t.Fatalf("ran %d vector cases, want at least 30", ran)
 	}
+}
+
+// postCase sends a case's request, and returns the answer's status, body
+// and content type.
+func postCase(t *testing.T, url string, v vector) (int, string, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(v.Body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, val := range v.Headers {
+		req.Header.Set(k, val)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("post %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b), resp.Header.Get("Content-Type")
 }
 
 func TestServe_OneServePerStore(t *testing.T) {

@@ -98,6 +98,10 @@ type Source struct {
 	Encoding  string     `toml:"encoding"`   // hmac: "hex" (default) | "base64"
 	Prefix    string     `toml:"prefix"`     // hmac: stripped from the header value, e.g. "sha256="
 	MaxBody   Size       `toml:"max_body"`   // 0 = server.max_body
+	// PublicURL is the URL the provider calls, for a scheme that signs it
+	// (twilio, square, hubspot): absolute http(s), without a query (the
+	// request's own is used). "" = http://<Host header><path> as received.
+	PublicURL string `toml:"public_url"`
 
 	// Secrets holds the resolved secrets: the Secret values followed by the
 	// values of the SecretEnv variables, in order. Never log it.

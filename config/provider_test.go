@@ -18,7 +18,7 @@ func minimalSource(p provider.Provider) string {
 	if p.Unsigned {
 		doc += "insecure = true\n"
 	} else {
-		doc += fmt.Sprintf("secret = %q\n", cmp.Or(p.ExampleSecret, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"))
+		doc += fmt.Sprintf("secret = %q\n", cmp.Or(p.SecretExample, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"))
 	}
 	if p.Header != "" {
 		doc += "header = \"X-Sig\"\n"
@@ -96,9 +96,53 @@ func TestParse_SchemeKeys(t *testing.T) {
 				doc += "tolerance = \"1m\"\n"
 				want = append(want, "source[s].tolerance")
 			}
+			if !p.SignsURL {
+				doc += "public_url = \"https://hooks.example.com/hooks/s\"\n"
+				want = append(want, "source[s].public_url")
+			}
 			_, err := config.Parse("c.toml", []byte(doc), env(nil))
 			if got := fields(problems(t, err)); !slices.Equal(got, want) {
 				t.Fatalf("problems %v (%v), want %v", got, err, want)
+			}
+		})
+	}
+}
+
+// public_url is for the schemes that sign the URL: an absolute http(s) URL
+// without a query, whose password is never echoed.
+func TestParse_PublicURL(t *testing.T) {
+	src := func(verify, publicURL string) string {
+		return fmt.Sprintf("[[source]]\nname = \"s\"\nverify = %q\nsecret = \"k\"\npublic_url = %q\n", verify, publicURL)
+	}
+	for _, tt := range []struct {
+		name, doc, want string
+	}{
+		{"Twilio", src("twilio", "https://hooks.example.com/hooks/twilio"), ""},
+		{"Square behind a path", src("square", "http://10.0.0.1:8080/square/in"), ""},
+		{"Scheme signing none", src("github", "https://hooks.example.com/hooks/github"), `only for verify = "twilio" or "square" or "hubspot"`},
+		{"Relative", src("twilio", "/hooks/twilio"), "want the absolute http:// or https:// URL"},
+		{"Other scheme", src("hubspot", "ftp://hooks.example.com/x"), "want the absolute http:// or https:// URL"},
+		{"With a query", src("twilio", "https://hooks.example.com/hooks/twilio?a=1"), "without its query"},
+		{"With a fragment", src("twilio", "https://hooks.example.com/hooks/twilio#rc=3"), "without its query"},
+		{"Password not echoed", src("twilio", "https://user:hunter2@hooks.example.com/t?x=1"), "without its query"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := config.Parse("c.toml", []byte(tt.doc), env(nil))
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Parse: %v", err)
+				}
+				if got := cfg.Sources[0].ProviderOptions().PublicURL; got == "" {
+					t.Fatalf("ProviderOptions().PublicURL empty, want the configured URL")
+				}
+				return
+			}
+			ps := problems(t, err)
+			if len(ps) != 1 || ps[0].Field != "source[s].public_url" || !strings.Contains(ps[0].Error(), tt.want) {
+				t.Fatalf("got %v, want one problem naming source[s].public_url with %q", err, tt.want)
+			}
+			if strings.Contains(ps[0].Error(), "hunter2") {
+				t.Fatalf("problem %q shows the URL's password", ps[0].Error())
 			}
 		})
 	}

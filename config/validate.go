@@ -206,6 +206,29 @@ func checkURL(sc scope, field, raw string) {
 	}
 }
 
+// checkPublicURL checks a source's public_url: an absolute http(s) URL
+// without a query or fragment, since the query a provider signs is the
+// request's own, as received.
+func checkPublicURL(sc scope, raw string) {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		sc.add("public_url", "", "not a valid URL")
+	case (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		sc.add("public_url", redactURL(raw), "want the absolute http:// or https:// URL the provider calls")
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(raw, "#"):
+		sc.add("public_url", redactURL(raw), "want the URL without its query: the query signed is the request's own, as received")
+	}
+}
+
+// redactURL is raw with any password replaced, for a message.
+func redactURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return raw
+}
+
 func checkCommand(sc scope, argv []string) {
 	switch {
 	case len(argv) == 0:
@@ -322,6 +345,15 @@ func validateSource(sc scope, s *Source, getenv func(string) string) {
 		}
 	}
 
+	if s.PublicURL != "" {
+		switch {
+		case !p.SignsURL:
+			sc.addf("public_url", redactURL(s.PublicURL), "%s (%q signs no URL)", onlyFor(func(p provider.Provider) bool { return p.SignsURL }), scheme)
+		default:
+			checkPublicURL(sc, s.PublicURL)
+		}
+	}
+
 	if s.Tolerance != 0 && p.Tolerance == 0 {
 		timed := schemesWhere(func(p provider.Provider) bool { return p.Tolerance > 0 })
 		sc.addf("tolerance", s.Tolerance.String(), "%q signs no timestamp (tolerance applies to %s)", scheme, strings.Join(timed, ", "))
@@ -397,6 +429,7 @@ func (s Source) ProviderOptions() provider.Options {
 		Prefix:    s.Prefix,
 		EventID:   s.EventID,
 		EventType: s.EventType,
+		PublicURL: s.PublicURL,
 	}
 }
 

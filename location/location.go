@@ -1,7 +1,8 @@
 // Package location is the grammar of where a value is in a webhook
 // request, as a source's event_id and event_type say it: "header:Name",
-// "json:a.b.c", "body-sha256" (an id only) or "auto", alone or as
-// alternatives separated by commas and tried in order.
+// "json:a.b.c" (a segment of digits indexes an array: "json:0.id"),
+// "body-sha256" (an id only) or "auto", alone or as alternatives separated
+// by commas and tried in order.
 //
 // Parse is the one parser: hookbox check validates a source's locations
 // with it, and serve evaluates the Location it returns on every request
@@ -242,13 +243,24 @@ func decodeJSON(body []byte) (any, error) {
 	return doc, nil
 }
 
+// jsonPath follows path into doc: a segment is an object's member, or,
+// in an array, a decimal index from 0 ("json:0.eventId" is the first
+// element's eventId, for senders that batch events in an array).
 func jsonPath(doc any, path []string) (string, bool) {
 	for _, seg := range path {
-		m, ok := doc.(map[string]any)
-		if !ok {
-			return "", false
-		}
-		if doc, ok = m[seg]; !ok {
+		switch d := doc.(type) {
+		case map[string]any:
+			var ok bool
+			if doc, ok = d[seg]; !ok {
+				return "", false
+			}
+		case []any:
+			i, ok := arrayIndex(seg)
+			if !ok || i >= len(d) {
+				return "", false
+			}
+			doc = d[i]
+		default:
 			return "", false
 		}
 	}
@@ -260,4 +272,21 @@ func jsonPath(doc any, path []string) (string, bool) {
 	default:
 		return "", false
 	}
+}
+
+// arrayIndex reads a path segment as an array index: decimal digits, no
+// sign and no leading zero, small enough for any body.
+func arrayIndex(seg string) (int, bool) {
+	if seg == "" || len(seg) > 6 || (len(seg) > 1 && seg[0] == '0') {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(seg); i++ {
+		c := seg[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
 }

@@ -112,6 +112,12 @@ func TestLocation_Find(t *testing.T) {
 		{"Auto type misses quietly", "auto", location.Type, nil, `not json`, "", ""},
 		{"JSON error when nothing else", "json:id", location.ID, nil, `{"id":1} {"id":2}`, "", "data after the top-level value"},
 		{"Not found", "header:X-None", location.ID, gh, `{}`, "", "not found"},
+		{"Array index", "json:1.eventId", location.ID, nil, `[{"eventId":1},{"eventId":22}]`, "22", ""},
+		{"Array index out of range", "json:2.eventId", location.ID, nil, `[{"eventId":1}]`, "", "not found"},
+		{"Array index with a leading zero", "json:01.eventId", location.ID, nil, `[{"eventId":1},{"eventId":2}]`, "", "not found"},
+		{"Digits name an object's member", "json:0", location.ID, nil, `{"0":"zero"}`, "zero", ""},
+		{"Index into an object's array", "json:events.0.id", location.ID, nil, `{"events":[{"id":"e0"}]}`, "e0", ""},
+		{"Not an index", "json:x.id", location.ID, nil, `[{"id":"a"}]`, "", "not found"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			loc, err := location.Parse(c.spec, c.field)

@@ -1,6 +1,7 @@
 package provider_test
 
 import (
+	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -35,6 +36,33 @@ type vector struct {
 	ExpectValid     bool              `json:"expect_valid"`
 	Notes           string            `json:"notes"`
 	SDKDisagreement *string           `json:"sdk_disagreement"`
+	// ExpectedReply is the answer of a handshake (a request answered and
+	// not stored), in the files added since signatures.json.
+	ExpectedReply *struct {
+		ContentType string `json:"content_type"`
+		Body        string `json:"body"`
+	} `json:"expected_reply"`
+}
+
+// request is the case as a RequestVerifier sees it.
+func (c vector) request() *provider.Request {
+	r := &provider.Request{Method: c.Method, Header: c.header(), Body: []byte(c.Body)}
+	if r.Method == "" {
+		r.Method = http.MethodPost
+	}
+	if c.URL != nil {
+		r.URL = *c.URL
+	}
+	return r
+}
+
+// verifyCase checks a case as the receiver does: through VerifyRequest
+// for a scheme that signs the URL or reads the query.
+func verifyCase(v provider.Verifier, c vector) error {
+	if rv, ok := v.(provider.RequestVerifier); ok {
+		return rv.VerifyRequest(c.request(), time.Unix(c.NowUnix, 0))
+	}
+	return v.Verify(c.header(), []byte(c.Body), time.Unix(c.NowUnix, 0))
 }
 
 func (c vector) header() http.Header {
@@ -96,10 +124,7 @@ func vectorsOf(tb testing.TB, name string) []vector {
 
 // notPresets are providers in the vector file that hookbox has no preset
 // for: their cases are skipped, as long as the registry has no such name.
-var notPresets = map[string]string{
-	"twilio":      "twilio signs the full URL plus sorted form params; not a hookbox preset",
-	"mercadopago": "mercadopago signs a manifest built from the query and x-request-id, not the body; not a hookbox preset",
-}
+var notPresets = map[string]string{}
 
 var (
 	notesHeader   = regexp.MustCompile(`header=([A-Za-z0-9-]+)`)
@@ -331,6 +356,39 @@ func fixtures() []fixture {
 			},
 		},
 		{
+			name: "zoom", opts: provider.Options{Scheme: "zoom"}, signsBody: true, timestamps: true, secrets: plain,
+			sign: func(_ testing.TB, secret string, body []byte, now time.Time) (http.Header, string) {
+				sig := hex.EncodeToString(mac(sha256.New, []byte(secret), "v0:", ts(now), ":", string(body)))
+				h := http.Header{}
+				h.Set("x-zm-signature", "v0="+sig)
+				h.Set("x-zm-request-timestamp", ts(now))
+				return h, sig
+			},
+		},
+		{
+			name: "twitch", opts: provider.Options{Scheme: "twitch"}, signsBody: true, timestamps: true, secrets: plain,
+			sign: func(_ testing.TB, secret string, body []byte, now time.Time) (http.Header, string) {
+				const id = "e76c6bd4-55c9-4987-8304-da1588d8988b"
+				at := now.UTC().Format(time.RFC3339Nano)
+				sig := hex.EncodeToString(mac(sha256.New, []byte(secret), id, at, string(body)))
+				h := http.Header{}
+				h.Set("Twitch-Eventsub-Message-Id", id)
+				h.Set("Twitch-Eventsub-Message-Timestamp", at)
+				h.Set("Twitch-Eventsub-Message-Signature", "sha256="+sig)
+				return h, sig
+			},
+		},
+		{
+			name: "discord", opts: provider.Options{Scheme: "discord"}, signsBody: true, timestamps: true, secrets: discordPublic,
+			sign: func(tb testing.TB, secret string, body []byte, now time.Time) (http.Header, string) {
+				sig := hex.EncodeToString(ed25519.Sign(discordPrivate(tb, secret), append([]byte(ts(now)), body...)))
+				h := http.Header{}
+				h.Set("X-Signature-Ed25519", sig)
+				h.Set("X-Signature-Timestamp", ts(now))
+				return h, sig
+			},
+		},
+		{
 			name: "token", opts: provider.Options{Scheme: "token", Header: "X-Webhook-Token"}, secrets: plain,
 			sign: func(_ testing.TB, secret string, _ []byte, _ time.Time) (http.Header, string) {
 				h := http.Header{}
@@ -344,4 +402,33 @@ func fixtures() []fixture {
 func withSecrets(o provider.Options, secrets ...string) provider.Options {
 	o.Secrets = secrets
 	return o
+}
+
+// discordKeys are Ed25519 keys made from fixed seeds: a discord source's
+// secrets are their public keys, and its sender signs with the private
+// ones.
+var discordKeys = func() []ed25519.PrivateKey {
+	var keys []ed25519.PrivateKey
+	for _, seed := range []string{"discord key one", "discord key two", "discord key three"} {
+		sum := sha256.Sum256([]byte(seed))
+		keys = append(keys, ed25519.NewKeyFromSeed(sum[:]))
+	}
+	return keys
+}()
+
+var discordPublic = [3]string{
+	hex.EncodeToString(discordKeys[0].Public().(ed25519.PublicKey)),
+	hex.EncodeToString(discordKeys[1].Public().(ed25519.PublicKey)),
+	hex.EncodeToString(discordKeys[2].Public().(ed25519.PublicKey)),
+}
+
+func discordPrivate(tb testing.TB, public string) ed25519.PrivateKey {
+	tb.Helper()
+	for i, p := range discordPublic {
+		if p == public {
+			return discordKeys[i]
+		}
+	}
+	tb.Fatalf("no private key for %s", public)
+	return nil
 }

@@ -50,6 +50,12 @@ func newMACKey(fn func() hash.Hash, key []byte) *macKey {
 // the pooled buffer so they reach the hash in one Write, with no string
 // conversion.
 func (k *macKey) sum(dst, body []byte, pre ...string) []byte {
+	return k.sumAround(dst, pre, body, "")
+}
+
+// sumAround writes HMAC(pre[0] || ... || body || post) into dst, for a
+// scheme that signs something after the body (HubSpot's timestamp).
+func (k *macKey) sumAround(dst []byte, pre []string, body []byte, post string) []byte {
 	st := k.pool.Get().(*macState)
 	st.h.Reset()
 	st.pre = st.pre[:0]
@@ -60,6 +66,10 @@ func (k *macKey) sum(dst, body []byte, pre ...string) []byte {
 		st.h.Write(st.pre)
 	}
 	st.h.Write(body)
+	if post != "" {
+		st.pre = append(st.pre[:0], post...)
+		st.h.Write(st.pre)
+	}
 	n := copy(dst, st.h.Sum(st.sum[:0]))
 	// A hostile id header must not pin a large buffer in the pool.
 	if cap(st.pre) > 1<<10 {
@@ -154,41 +164,57 @@ func fresh(ts int64, now time.Time, tol time.Duration, future bool) bool {
 	return !future || age >= -tol
 }
 
+// freshMillis is fresh for a Unix time in milliseconds.
+func freshMillis(ms int64, now time.Time, tol time.Duration, future bool) bool {
+	age := now.Sub(time.UnixMilli(ms))
+	if age > tol {
+		return false
+	}
+	return !future || age >= -tol
+}
+
 // hmacVerifier checks a header holding prefix + encoding(HMAC(secret, body)):
 // the generic hmac scheme, and the github and shopify presets. The generic
 // scheme accepts hex digits of either case, since senders differ; github
 // accepts only lower case (see decodeHex).
 type hmacVerifier struct {
-	scheme   string
-	header   string // canonical
-	prefix   string
-	size     int  // digest length in bytes
-	base64   bool // else hex
-	lowerHex bool // reject upper-case hex digits
-	keys     []*macKey
+	scheme string
+	header string // canonical
+	// preferred, if set, is a header checked instead of header when the
+	// request has it (Shopify's Events deliveries).
+	preferred string
+	prefix    string
+	size      int  // digest length in bytes
+	base64    bool // else hex
+	lowerHex  bool // reject upper-case hex digits
+	keys      []*macKey
 }
 
 func (v *hmacVerifier) Verify(h http.Header, body []byte, _ time.Time) error {
-	val := h.Get(v.header)
+	name := v.header
+	if v.preferred != "" && h.Get(v.preferred) != "" {
+		name = v.preferred
+	}
+	val := h.Get(name)
 	if val == "" {
-		return fmt.Errorf("%s: %s: %w", v.scheme, v.header, ErrMissing)
+		return fmt.Errorf("%s: %s: %w", v.scheme, name, ErrMissing)
 	}
 	enc, ok := strings.CutPrefix(val, v.prefix)
 	if !ok {
-		return fmt.Errorf("%s: %s: want prefix %q: %w", v.scheme, v.header, v.prefix, ErrMalformed)
+		return fmt.Errorf("%s: %s: want prefix %q: %w", v.scheme, name, v.prefix, ErrMalformed)
 	}
 	var buf [maxMAC]byte
 	want := buf[:v.size]
 	if v.base64 {
 		if !decodeBase64(want, enc) {
-			return fmt.Errorf("%s: %s: not base64 of a %d-byte digest: %w", v.scheme, v.header, v.size, ErrMalformed)
+			return fmt.Errorf("%s: %s: not base64 of a %d-byte digest: %w", v.scheme, name, v.size, ErrMalformed)
 		}
 	} else if !decodeHex(want, enc, v.lowerHex) {
 		what := "hex"
 		if v.lowerHex {
 			what = "lower-case hex"
 		}
-		return fmt.Errorf("%s: %s: not %s of a %d-byte digest: %w", v.scheme, v.header, what, v.size, ErrMalformed)
+		return fmt.Errorf("%s: %s: not %s of a %d-byte digest: %w", v.scheme, name, what, v.size, ErrMalformed)
 	}
 	var mac [maxMAC]byte
 	for _, k := range v.keys {
@@ -196,5 +222,5 @@ func (v *hmacVerifier) Verify(h http.Header, body []byte, _ time.Time) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%s: %s: %w", v.scheme, v.header, ErrMismatch)
+	return fmt.Errorf("%s: %s: %w", v.scheme, name, ErrMismatch)
 }

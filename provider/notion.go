@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
+	"hookbox/location"
 	"net/http"
 	"time"
 )
@@ -41,7 +42,7 @@ var notionProvider = Provider{
 	EventID:   "json:id",
 	EventType: "json:type",
 	Redact:    []string{notionHeader},
-	Handshake: notionHandshake,
+	Handshake: func(Options) Handshaker { return notionHandshake },
 	verifier: func(o Options) (Verifier, error) {
 		v := &notionVerifier{signed: hmacVerifier{
 			scheme: "notion", header: notionHeader, prefix: "sha256=",
@@ -59,15 +60,19 @@ var notionProvider = Provider{
 // configured secret. The test is notionVerificationToken's, on the
 // receiver's decoding of the same bytes (both with encoding/json: one
 // object, keys exact, the last of repeated keys winning).
-func notionHandshake(_ http.Header, doc any) (any, bool) {
+func notionHandshake(r *location.Request) (Reply, bool) {
+	doc, err := r.JSON()
+	if err != nil {
+		return Reply{}, false
+	}
 	m, ok := doc.(map[string]any)
 	if !ok {
-		return nil, false
+		return Reply{}, false
 	}
 	if tok, ok := m["verification_token"].(string); !ok || tok == "" {
-		return nil, false
+		return Reply{}, false
 	}
-	return map[string]string{"status": "verification received"}, true
+	return JSONReply(map[string]string{"status": "verification received"}), true
 }
 
 // notionVerifier checks X-Notion-Signature, or, on a request without one,

@@ -42,7 +42,7 @@ var postmarkProvider = Provider{
 	EventID:       "body-sha256",
 	EventType:     "json:RecordType",
 	Redact:        []string{"Authorization"},
-	ExampleSecret: "postmark:example-password",
+	SecretExample: "postmark:example-password",
 	verifier: func(o Options) (Verifier, error) {
 		v := &postmarkVerifier{}
 		for i, s := range o.Secrets {

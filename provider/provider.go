@@ -13,6 +13,12 @@
 // All. A new provider is one more file holding its Provider value and
 // verifier, its line in the table, and its test vectors in testdata/.
 //
+// Most schemes sign the body and some headers, and their Verifier is all
+// the receiver needs. A scheme that signs the method or the URL the
+// provider called (twilio, square, hubspot), or reads its query
+// (mercadopago), is a RequestVerifier too: the receiver builds the Request
+// only for those, so the others cost nothing for it.
+//
 // Errors returned by a Verifier wrap exactly one of ErrMissing,
 // ErrMalformed, ErrMismatch or ErrTimestamp. Their text names the scheme
 // and the header but never a secret, a computed signature or the received
@@ -37,6 +43,13 @@ var registry = [...]Provider{
 	slackProvider,
 	standardProvider,
 	gitlabProvider,
+	twilioProvider,
+	mercadopagoProvider,
+	squareProvider,
+	hubspotProvider,
+	zoomProvider,
+	twitchProvider,
+	discordProvider,
 	paddleProvider,
 	woocommerceProvider,
 	linearProvider,
@@ -92,11 +105,18 @@ type Provider struct {
 	// Unsigned is set for the scheme that checks nothing (none): its
 	// source takes no secret and must say insecure = true.
 	Unsigned bool
-	// Handshake, if set, answers a verified request that asks the endpoint
-	// to prove itself instead of carrying an event: given the request's
-	// headers and its JSON body, ok reports whether it is one, and reply
-	// is the answer, sent as JSON with 200. Nothing of it is stored.
-	Handshake func(h http.Header, doc any) (reply any, ok bool)
+	// SignsURL is set for a scheme whose signature covers the URL the
+	// provider called: a source of it may say that URL (public_url), for
+	// when hookbox sits behind a proxy that changes it.
+	SignsURL bool
+	// SecretExample is a secret of the scheme's format, for examples and
+	// tests; "" when any non-empty string is one.
+	SecretExample string
+	// Handshake, if set, builds a source's handshake from its options (a
+	// reply keyed with the source's secret needs them): it answers the
+	// verified requests that ask the endpoint to prove itself instead of
+	// carrying an event. Nothing of them is stored.
+	Handshake func(o Options) Handshaker
 
 	// verifier builds the scheme's verifier from options New has checked:
 	// secrets given and none empty (unless Unsigned), tolerance set.
@@ -104,13 +124,6 @@ type Provider struct {
 	// secret checks the format of one secret, for schemes whose secrets
 	// have one; its error never quotes the secret.
 	secret func(s string) error
-
-	// ExampleSecret is a secret in the format the scheme requires, for
-	// code that builds every scheme without a real secret (the registry's
-	// tests, examples). "" for a scheme that takes the example Standard
-	// Webhooks secret ("whsec_" and base64), as every scheme without a
-	// format of its own does.
-	ExampleSecret string
 }
 
 // Setting is a source key, beyond the secret, that a scheme reads.
@@ -154,11 +167,13 @@ func (p Provider) Setting(key string) (Setting, bool) {
 }
 
 // ToleranceText is the default tolerance as the preset table shows it
-// ("5m", "5s"), or "" for a scheme that signs no timestamp.
+// ("5m", "5s", "5d"), or "" for a scheme that signs no timestamp.
 func (p Provider) ToleranceText() string {
 	switch d := p.Tolerance; {
 	case d <= 0:
 		return ""
+	case d%(24*time.Hour) == 0:
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
 	case d%time.Hour == 0:
 		return fmt.Sprintf("%dh", d/time.Hour)
 	case d%time.Minute == 0:
@@ -170,8 +185,8 @@ func (p Provider) ToleranceText() string {
 
 // CheckSecret reports whether secret is usable by the scheme, without
 // building a verifier, for the schemes whose secrets have a format
-// (standard's whsec_ and base64, postmark's user:password, sendgrid's
-// public key). The error never quotes the secret.
+// (standard's whsec_ and base64, postmark's user:password, sendgrid's and
+// discord's public keys). The error never quotes the secret.
 func (p Provider) CheckSecret(secret string) error {
 	if p.secret == nil {
 		return nil
@@ -217,6 +232,10 @@ type Options struct {
 	// EventID and EventType are where a source's events carry their id
 	// and type; "" means the provider's.
 	EventID, EventType string
+	// PublicURL is the URL the provider calls, for a scheme that signs it
+	// (SignsURL): scheme, host and path, the query being the request's as
+	// received. "" means the URL the request was received at.
+	PublicURL string
 }
 
 // Verifier checks one request. now is the receiver's clock (injected, for tests).
@@ -228,14 +247,45 @@ type Verifier interface {
 	Verify(h http.Header, body []byte, now time.Time) error
 }
 
+// Request is a webhook request as a RequestVerifier sees it.
+type Request struct {
+	Method string // as received, e.g. "POST"
+	// URL is the URL the provider called: the source's public_url
+	// followed by the query as received, else
+	// http://<Host header><request URI> as received.
+	URL    string
+	Header http.Header
+	Body   []byte
+}
+
+// RequestVerifier is a Verifier whose scheme signs or reads more of the
+// request than its headers and body: its method, its URL or its query.
+// The receiver calls VerifyRequest, not Verify, for such a verifier; its
+// Verify, lacking the URL, refuses every request with ErrMissing.
+//
+// VerifyRequest's errors are Verify's.
+type RequestVerifier interface {
+	Verifier
+	VerifyRequest(r *Request, now time.Time) error
+}
+
+// errNoURL is what a RequestVerifier's Verify returns: it cannot check a
+// request without the URL the provider called.
+func errNoURL(scheme string) error {
+	return fmt.Errorf("%s: the signature covers the request URL, which Verify is not given: %w", scheme, ErrMissing)
+}
+
 // New builds the verifier for o.Scheme. It returns an error for an unknown
 // scheme, no secrets (except for "none"), an empty secret, a negative
 // tolerance, an hmac or token scheme without Header, an unknown hmac
-// algorithm or encoding, and a standard secret that is not base64 after its
-// "whsec_" prefix. Error text never contains a secret.
+// algorithm or encoding, a secret not of the scheme's format (standard's
+// whsec_ and base64, discord's hex public key), and a PublicURL for a
+// scheme that signs no URL. Error text never contains a secret.
 func New(o Options) (Verifier, error) {
 	p, ok := Lookup(o.Scheme)
 	switch {
+	case ok && o.PublicURL != "" && !p.SignsURL:
+		return nil, fmt.Errorf("signature: %s: public_url is only for a scheme that signs the URL", o.Scheme)
 	case ok && p.Unsigned:
 		return p.verifier(o)
 	case o.Scheme == "":

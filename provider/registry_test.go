@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"hookbox/location"
 	"hookbox/provider"
@@ -32,8 +31,11 @@ func TestRegistry(t *testing.T) {
 		t.Run(p.Name, func(t *testing.T) {
 			o := provider.Options{Scheme: p.Name}
 			if !p.Unsigned {
-				// whsec_ and base64: every scheme without a format of its own takes it
-				o.Secrets = []string{cmp.Or(p.ExampleSecret, stdSecrets[0])}
+				// whsec_ and base64: every scheme without a format takes it.
+				o.Secrets = []string{cmp.Or(p.SecretExample, stdSecrets[0])}
+				if err := p.CheckSecret(o.Secrets[0]); err != nil {
+					t.Errorf("CheckSecret(%q): %v", o.Secrets[0], err)
+				}
 			}
 			if p.Header != "" {
 				o.Header = "X-Test-Header"
@@ -69,8 +71,19 @@ func TestRegistry(t *testing.T) {
 					t.Errorf("Redact %q, want the canonical %q", h, http.CanonicalHeaderKey(h))
 				}
 			}
-			if p.Unsigned && (p.Tolerance != 0 || p.Header != "" || len(p.Redact) > 0 || p.Handshake != nil) {
-				t.Errorf("unsigned scheme with a tolerance, header, redaction or handshake: %+v", p)
+			if p.Unsigned && (p.Tolerance != 0 || p.Header != "" || len(p.Redact) > 0 || p.Handshake != nil || p.SignsURL) {
+				t.Errorf("unsigned scheme with a tolerance, header, redaction, handshake or signed URL: %+v", p)
+			}
+			v := mustNew(t, o)
+			if _, isRV := v.(provider.RequestVerifier); p.SignsURL && !isRV {
+				t.Errorf("scheme signs the URL but its verifier is no RequestVerifier")
+			}
+			if o.PublicURL = "https://hooks.example.com/hooks/s"; !p.SignsURL {
+				if _, err := provider.New(o); err == nil {
+					t.Errorf("New accepted a public_url for a scheme that signs no URL")
+				}
+			} else {
+				mustNew(t, o)
 			}
 			if !p.Unsigned && p.Header == "" && len(p.Redact) == 0 {
 				t.Errorf("scheme with fixed headers lists none to redact")
@@ -112,7 +125,7 @@ func TestRegistry(t *testing.T) {
 				if vectorScheme(c) != p.Name {
 					continue
 				}
-				err := mustNew(t, vectorOptions(t, c)).Verify(c.header(), []byte(c.Body), time.Unix(c.NowUnix, 0))
+				err := verifyCase(mustNew(t, vectorOptions(t, c)), c)
 				if got := err == nil; got != c.ExpectValid {
 					t.Errorf("vector %s: valid=%t (err=%v), want %t", c.Name, got, err, c.ExpectValid)
 				}
@@ -261,15 +274,34 @@ func TestRedactHeaders(t *testing.T) {
 	}
 }
 
-func TestSlackHandshake(t *testing.T) {
-	slack, _ := provider.Lookup("slack")
-	reply, ok := slack.Handshake(http.Header{}, map[string]any{"type": "url_verification", "challenge": "c1", "token": "t"})
-	if m, isMap := reply.(map[string]string); !ok || !isMap || len(m) != 1 || m["challenge"] != "c1" {
-		t.Fatalf("url_verification: reply %v, %t; want {challenge: c1}", reply, ok)
+// handshake runs a provider's handshake, built for o, on a request.
+func handshake(t *testing.T, name string, o provider.Options, h http.Header, body string) (provider.Reply, bool) {
+	t.Helper()
+	p, _ := provider.Lookup(name)
+	if p.Handshake == nil {
+		t.Fatalf("%s has no handshake", name)
 	}
-	for _, doc := range []any{map[string]any{"type": "event_callback", "challenge": "c1"}, []any{"url_verification"}, "url_verification", nil} {
-		if reply, ok := slack.Handshake(http.Header{}, doc); ok {
-			t.Errorf("%v answered %v, want no handshake", doc, reply)
+	o.Scheme = name
+	if h == nil {
+		h = http.Header{}
+	}
+	return p.Handshake(o)(&location.Request{Header: h, Body: []byte(body)})
+}
+
+func TestSlackHandshake(t *testing.T) {
+	o := provider.Options{Secrets: []string{"s"}}
+	reply, ok := handshake(t, "slack", o, nil, `{"type":"url_verification","challenge":"c1","token":"t"}`)
+	if !ok || reply.ContentType != "application/json" || string(reply.Body) != `{"challenge":"c1"}`+"\n" {
+		t.Fatalf("url_verification: reply %q %q, %t; want {challenge: c1} as JSON", reply.ContentType, reply.Body, ok)
+	}
+	reply, ok = handshake(t, "slack", o, nil, "token=gIkuvaNzQIHg97ATvDxqgjtO&ssl_check=1")
+	if !ok || len(reply.Body) != 0 {
+		t.Fatalf("ssl_check: reply %q, %t; want an empty 200", reply.Body, ok)
+	}
+	for _, body := range []string{`{"type":"event_callback","challenge":"c1"}`, `["url_verification"]`, `"url_verification"`, ``,
+		"command=%2Fweather&text=ssl_check%3D1", "ssl_check=0&token=t", "ssl_check=1;x"} {
+		if reply, ok := handshake(t, "slack", o, nil, body); ok {
+			t.Errorf("%q answered %q, want no handshake", body, reply.Body)
 		}
 	}
 }

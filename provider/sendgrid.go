@@ -55,7 +55,7 @@ var sendgridProvider = Provider{
 	EventID:       "body-sha256",
 	Tolerance:     48 * time.Hour,
 	Redact:        []string{sendgridSigHeader},
-	ExampleSecret: sendgridExampleKey,
+	SecretExample: sendgridExampleKey,
 	verifier: func(o Options) (Verifier, error) {
 		v := &sendgridVerifier{tol: o.Tolerance}
 		for i, s := range o.Secrets {

@@ -105,7 +105,7 @@ func TestNew_SendGridKeys(t *testing.T) {
 		{"Base64, as SendGrid shows it", p256, true},
 		{"With spaces around", "  " + p256 + "\n", true},
 		{"PEM", pemKey, true},
-		{"The SDKs' key", sg.ExampleSecret, true},
+		{"The SDKs' key", sg.SecretExample, true},
 		{"P-384", p384, false},
 		{"RSA", base64.StdEncoding.EncodeToString(rsaDER), false},
 		{"Not base64", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", false},

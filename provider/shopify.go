@@ -2,18 +2,29 @@ package provider
 
 import "crypto/sha256"
 
-// shopifyProvider: X-Shopify-Hmac-Sha256 is base64 of
-// HMAC-SHA256(secret, body); no timestamp is signed.
+// Header names of Shopify's webhooks, and of its Events deliveries, which
+// send the same values without the X- (and, for now, the X- ones too).
+const (
+	shopifyHMAC       = "X-Shopify-Hmac-Sha256"
+	shopifyEventsHMAC = "Shopify-Hmac-Sha256"
+)
+
+// shopifyProvider: the HMAC header is base64 of HMAC-SHA256(secret, body);
+// no timestamp is signed. As Shopify's own library (shopify-app-js,
+// lib/webhooks/validate.ts) does, a request carrying Shopify-Hmac-Sha256
+// is an Events delivery and is checked with that header, else with
+// X-Shopify-Hmac-Sha256. An Events delivery has no webhook id: its id is
+// Shopify-Event-Id, and its topic Shopify-Topic.
 var shopifyProvider = Provider{
 	Name:      "shopify",
-	Signature: "`X-Shopify-Hmac-Sha256` (base64)",
+	Signature: "`X-Shopify-Hmac-Sha256` (base64; Events deliveries: `Shopify-Hmac-Sha256`)",
 	Docs:      "https://shopify.dev/docs/apps/build/webhooks/subscribe/https#step-5-verify-the-webhook",
-	EventID:   "header:X-Shopify-Webhook-Id",
-	EventType: "header:X-Shopify-Topic",
-	Redact:    []string{"X-Shopify-Hmac-Sha256"},
+	EventID:   "header:X-Shopify-Webhook-Id,header:Shopify-Event-Id",
+	EventType: "header:X-Shopify-Topic,header:Shopify-Topic",
+	Redact:    []string{shopifyHMAC, shopifyEventsHMAC},
 	verifier: func(o Options) (Verifier, error) {
 		return &hmacVerifier{
-			scheme: "shopify", header: "X-Shopify-Hmac-Sha256",
+			scheme: "shopify", header: shopifyHMAC, preferred: shopifyEventsHMAC,
 			size: sha256.Size, base64: true, keys: rawKeys(sha256.New, o.Secrets),
 		}, nil
 	},

@@ -28,8 +28,7 @@ func TestVerify_Vectors(t *testing.T) {
 				}
 				t.Skip(why)
 			}
-			v := mustNew(t, vectorOptions(t, c))
-			err := v.Verify(c.header(), []byte(c.Body), time.Unix(c.NowUnix, 0))
+			err := verifyCase(mustNew(t, vectorOptions(t, c)), c)
 			if got := err == nil; got != c.ExpectValid {
 				t.Fatalf("valid=%t (err=%v), want %t", got, err, c.ExpectValid)
 			}
@@ -46,7 +45,7 @@ func TestVerify_Vectors(t *testing.T) {
 		})
 	}
 	// Every preset in the file was exercised; nothing was silently skipped.
-	for _, p := range []string{"standard-webhooks", "svix", "stripe", "github", "shopify", "slack", "gitlab", "paddle", "generic-hmac-sha256"} {
+	for _, p := range []string{"standard-webhooks", "svix", "stripe", "github", "shopify", "slack", "gitlab", "twilio", "mercadopago", "generic-hmac-sha256"} {
 		if checked[p] == 0 {
 			t.Errorf("provider %s: checked 0 cases, want > 0", p)
 		}
@@ -137,6 +136,17 @@ func TestVerify_Tolerance(t *testing.T) {
 		{"standard", 0, 300 * time.Second, nil},
 		{"standard", 0, 301 * time.Second, provider.ErrTimestamp},
 		{"standard", 30 * time.Second, 31 * time.Second, provider.ErrTimestamp},
+		{"zoom", 0, -2 * time.Hour, nil},
+		{"zoom", 0, -2*time.Hour - time.Second, provider.ErrTimestamp},
+		{"zoom", 0, 2 * time.Hour, nil},
+		{"zoom", 0, 2*time.Hour + time.Second, provider.ErrTimestamp},
+		{"zoom", 5 * time.Minute, -301 * time.Second, provider.ErrTimestamp},
+		{"twitch", 0, -10 * time.Minute, nil},
+		{"twitch", 0, -10*time.Minute - time.Millisecond, provider.ErrTimestamp},
+		{"twitch", 0, 24 * time.Hour, nil}, // the documentation bounds the past only
+		{"discord", 0, -300 * time.Second, nil},
+		{"discord", 0, -301 * time.Second, provider.ErrTimestamp},
+		{"discord", 0, 301 * time.Second, provider.ErrTimestamp},
 	}
 	byName := map[string]fixture{}
 	for _, f := range fixtures() {

@@ -1,12 +1,16 @@
 package provider
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
+
+	"hookbox/location"
 )
 
 const (
@@ -16,7 +20,8 @@ const (
 
 // slackProvider: Events API requests carry their id and type in the JSON
 // body. A new Request URL is first sent a signed url_verification, which
-// must be answered with its challenge.
+// must be answered with its challenge; a slash command's URL is probed
+// with ssl_check.
 var slackProvider = Provider{
 	Name:      "slack",
 	Signature: "`X-Slack-Signature` `v0=` + `X-Slack-Request-Timestamp`",
@@ -25,20 +30,39 @@ var slackProvider = Provider{
 	EventType: "json:event.type",
 	Tolerance: 5 * time.Minute, // as Slack's SDKs
 	Redact:    []string{slackSigHeader},
-	Handshake: slackHandshake,
+	Handshake: func(Options) Handshaker { return slackHandshake },
 	verifier: func(o Options) (Verifier, error) {
 		return &slackVerifier{keys: rawKeys(sha256.New, o.Secrets), tol: o.Tolerance}, nil
 	},
 }
 
-// slackHandshake answers url_verification with its challenge.
-func slackHandshake(_ http.Header, doc any) (any, bool) {
-	m, ok := doc.(map[string]any)
-	if !ok || m["type"] != "url_verification" {
-		return nil, false
+// slackHandshake answers url_verification with its challenge, and
+// ssl_check with an empty 200.
+//
+// Slack probes a slash command's URL with a form-encoded ssl_check=1 (and a
+// deprecated verification token) and wants a 200: it carries no event.
+// bolt-js answers it after the signature check, bolt-python before; hookbox
+// checks the signature first, as the stricter does, so an unsigned probe is
+// refused like any unsigned request.
+func slackHandshake(r *location.Request) (Reply, bool) {
+	if doc, err := r.JSON(); err == nil {
+		m, ok := doc.(map[string]any)
+		if !ok || m["type"] != "url_verification" {
+			return Reply{}, false
+		}
+		challenge, _ := m["challenge"].(string)
+		return JSONReply(map[string]string{"challenge": challenge}), true
 	}
-	challenge, _ := m["challenge"].(string)
-	return map[string]string{"challenge": challenge}, true
+	// A slash command body is form-encoded; only one holding ssl_check is
+	// parsed here.
+	if !bytes.Contains(r.Body, []byte("ssl_check=")) {
+		return Reply{}, false
+	}
+	form, err := url.ParseQuery(string(r.Body))
+	if err != nil || form.Get("ssl_check") != "1" {
+		return Reply{}, false
+	}
+	return Reply{ContentType: "text/plain; charset=utf-8"}, true
 }
 
 // slackVerifier checks X-Slack-Signature: v0=<hex of HMAC-SHA256 over

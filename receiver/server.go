@@ -59,10 +59,14 @@ type Source struct {
 	EventID   location.Location
 	EventType location.Location
 	MaxBody   int64 // 0: the server's
-	// Handshake, if set, is asked about each verified request whose body
-	// is JSON, before its event id is looked for: a request it answers
-	// (Slack's url_verification) gets reply as JSON and is not stored.
-	Handshake func(h http.Header, doc any) (reply any, ok bool)
+	// Handshake, if set, is asked about each verified request before its
+	// event id is looked for: a request it answers (Slack's
+	// url_verification, Zoom's endpoint.url_validation, ...) gets its reply
+	// with 200 and is not stored.
+	Handshake provider.Handshaker
+	// PublicURL is the URL the provider calls, for a verifier that signs
+	// it (a provider.RequestVerifier); "" means the URL as received.
+	PublicURL string
 	// Redact lists headers whose values are secrets (a token, a signature
 	// under a name of the user's choosing): they are stored as
 	// "[redacted]", as are those credentialHeader recognises.
@@ -427,23 +431,26 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request, src *Source, name 
 		return nil, err
 	}
 	now := s.cfg.Now()
-	if src.Verifier != nil {
-		if err := src.Verifier.Verify(r.Header, body, now); err != nil {
-			return nil, &Error{Status: http.StatusUnauthorized, Msg: "signature check failed: " + err.Error(), Err: verifyHint(err)}
-		}
+	if err := verify(src, r, body, now); err != nil {
+		return nil, &Error{Status: http.StatusUnauthorized, Msg: "signature check failed: " + err.Error(), Err: verifyHint(err)}
 	}
 	// Decoded as JSON once, if a location or the handshake asks: a source
-	// whose id and type come from headers never pays for it.
-	req := location.Request{Header: r.Header, Body: body}
+	// whose id and type come from headers never pays for it. The request
+	// a handshake is given escapes to the heap; the one of a source
+	// without a handshake stays on the stack.
+	local := location.Request{Header: r.Header, Body: body}
+	req := &local
 	if src.Handshake != nil {
-		if doc, err := req.JSON(); err == nil {
-			if reply, ok := src.Handshake(r.Header, doc); ok {
-				writeJSON(w, http.StatusOK, reply)
-				return nil, nil
-			}
+		hreq := &location.Request{Header: r.Header, Body: body}
+		if reply, ok := src.Handshake(hreq); ok {
+			w.Header().Set("Content-Type", reply.ContentType)
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(reply.Body)
+			return nil, nil
 		}
+		req = hreq // what it decoded serves the locations
 	}
-	id, err := src.EventID.Find(&req)
+	id, err := src.EventID.Find(req)
 	if err != nil && src == s.auto {
 		// The local sink stores whatever it gets: a request carrying no
 		// id gets a made-up one (and so is never a duplicate).
@@ -462,7 +469,7 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request, src *Source, name 
 		// (a Slack slash command is form-encoded), or when the type found
 		// is not storable (too long, control characters). It is stored
 		// untyped: refusing it would refuse the event at every resend.
-		typ, _ = src.EventType.Find(&req)
+		typ, _ = src.EventType.Find(req)
 		if err := validValue(typ); err != nil {
 			s.log.Warn().Str("source", src.Name).Str("event_id", id).
 				Msg("event type from " + src.EventType.String() + " " + err.Error() + ": stored without a type")
@@ -497,6 +504,45 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request, src *Source, name 
 		Headers:     headers,
 		Body:        body,
 	}, nil
+}
+
+// verify checks a request's signature with its source's verifier: through
+// VerifyRequest for a scheme that signs more than the headers and the
+// body, so that only such a source pays for building the request's URL.
+func verify(src *Source, r *http.Request, body []byte, now time.Time) error {
+	switch v := src.Verifier.(type) {
+	case nil:
+		return nil
+	case provider.RequestVerifier:
+		return v.VerifyRequest(&provider.Request{Method: r.Method, URL: requestURL(r, src.PublicURL), Header: r.Header, Body: body}, now)
+	default:
+		return v.Verify(r.Header, body, now)
+	}
+}
+
+// requestURL is the URL the provider called: public, when the source says
+// it, followed by the query as received; else http://<Host header> and the
+// request URI as received (https:// for a TLS connection), which is what
+// the provider called when nothing between it and hookbox changes them.
+func requestURL(r *http.Request, public string) string {
+	if public != "" {
+		if r.URL.RawQuery == "" {
+			return public
+		}
+		return public + "?" + r.URL.RawQuery
+	}
+	uri := r.RequestURI
+	switch {
+	case uri == "":
+		uri = r.URL.RequestURI()
+	case !strings.HasPrefix(uri, "/"):
+		return uri // the absolute form a proxy sends: the URL itself
+	}
+	scheme := "http://"
+	if r.TLS != nil {
+		scheme = "https://"
+	}
+	return scheme + r.Host + uri
 }
 
 func detail(err error) string {

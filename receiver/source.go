@@ -11,8 +11,8 @@ import (
 
 // NewSource builds the source name from its provider in the registry
 // (provider.Lookup(o.Scheme)): the verifier for o, the event locations o
-// gives or else the provider's, the provider's handshake, and the headers
-// it redacts. maxBody 0 means the server's. The error says which part of
+// gives or else the provider's, the provider's handshake for o, the
+// headers it redacts and the URL the provider calls (o.PublicURL). maxBody 0 means the server's. The error says which part of
 // o is wrong (an event_id or event_type location, or what provider.New
 // refused) and never contains a secret.
 func NewSource(name string, maxBody int64, o provider.Options) (Source, error) {
@@ -25,8 +25,11 @@ func NewSource(name string, maxBody int64, o provider.Options) (Source, error) {
 		Name:      name,
 		Verifier:  v,
 		MaxBody:   maxBody,
-		Handshake: p.Handshake,
 		Redact:    p.RedactHeaders(o),
+		PublicURL: o.PublicURL,
+	}
+	if p.Handshake != nil {
+		src.Handshake = p.Handshake(o)
 	}
 	id := cmp.Or(o.EventID, p.EventID)
 	if id == "" {
