@@ -81,6 +81,7 @@ func TestPool_PermanentFailureGoesDeadAtOnce(t *testing.T) {
 			if n := calls.Load(); n != 1 {
 				t.Errorf("the target ran %d times, want once", n)
 			}
+			waitFor(t, "OnDead to run", func() bool { return dead.Load() > 0 }) // after the commit a reader may see first
 			if n := dead.Load(); n != 1 {
 				t.Errorf("OnDead ran %d times, want once", n)
 			}
@@ -108,6 +109,9 @@ func TestPool_OtherFailureIsRetriedToTheLimit(t *testing.T) {
 	if n := calls.Load(); n != 3 {
 		t.Errorf("the target ran %d times, want 3", n)
 	}
+	// OnDead runs once the result is committed, which a reader may see a
+	// moment before.
+	waitFor(t, "OnDead to run", func() bool { return dead.Load() > 0 })
 	if n, m := dead.Load(), alertsDue(t, db); n != 1 || m != 1 {
 		t.Errorf("OnDead ran %d times and %d alerts are due, want one each", n, m)
 	}
