@@ -67,6 +67,9 @@ func TestPool_PermanentFailureGoesDeadAtOnce(t *testing.T) {
 				return queue.Outcome{Err: fail}
 			})
 			waitStatus(t, q, ev, queue.Dead)
+			// OnDead runs once the write is durable, a moment after a
+			// reader can see it.
+			waitFor(t, "OnDead to run", func() bool { return dead.Load() > 0 })
 			d := mustDelivery(t, q, ev)
 			if d.Attempts != 1 || d.DeadReason != "permanent: exit 65" {
 				t.Errorf("dead after %d attempt(s), reason %q; want 1, %q", d.Attempts, d.DeadReason, "permanent: exit 65")
@@ -105,6 +108,7 @@ func TestPool_OtherFailureIsRetriedToTheLimit(t *testing.T) {
 		return queue.Outcome{Err: errors.New("exit status 75 (temporary failure)")}
 	})
 	waitStatus(t, q, ev, queue.Dead)
+	waitFor(t, "OnDead to run", func() bool { return dead.Load() > 0 })
 	if d := mustDelivery(t, q, ev); d.Attempts != 3 || d.DeadReason != "" {
 		t.Errorf("dead after %d attempt(s), reason %q; want 3 and none", d.Attempts, d.DeadReason)
 	}
