@@ -36,7 +36,7 @@ hookbox replay --dead runs them again.`)
 		return err
 	}
 	defer db.Close()
-	list, err := queue.New(db).DeadLetters(ctx, *all, *limit)
+	list, err := db.DeadLetters(ctx, *all, *limit)
 	if err != nil {
 		return err
 	}

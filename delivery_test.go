@@ -142,7 +142,7 @@ func postEvent(tb testing.TB, tm *testMain, id, typ string, body []byte, want st
 // eventRow returns the row id of the stored event (source, event id).
 func eventRow(tb testing.TB, tm *testMain, source, eventID string) int64 {
 	tb.Helper()
-	list, err := tm.Events.List(context.Background(), dedupe.Filter{Source: source})
+	list, err := tm.DB.ListEvents(context.Background(), dedupe.Filter{Source: source})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func eventRow(tb testing.TB, tm *testMain, source, eventID string) int64 {
 // deliveriesOf returns the deliveries of one event row, keyed by target.
 func deliveriesOf(tb testing.TB, tm *testMain, row int64) map[string]queue.Delivery {
 	tb.Helper()
-	m, err := tm.Queue.Deliveries(context.Background(), []int64{row})
+	m, err := tm.DB.Deliveries(context.Background(), []int64{row})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -528,7 +528,7 @@ func waitAlerted(tb testing.TB, tm *testMain, row int64, within time.Duration) q
 	tb.Helper()
 	var dl queue.DeadLetter
 	waitFor(tb, within, "the alert to be recorded as sent", func() bool {
-		list, err := tm.Queue.DeadLetters(context.Background(), true, 0)
+		list, err := tm.DB.DeadLetters(context.Background(), true, 0)
 		if err != nil {
 			tb.Fatal(err)
 		}

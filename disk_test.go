@@ -187,7 +187,7 @@ func TestDisk_FullThenRecovers(t *testing.T) {
 	hxHealthy(t, tm)
 
 	// Every 200 is stored, byte-exact.
-	list, err := tm.Events.List(ctx, dedupe.Filter{})
+	list, err := tm.DB.ListEvents(ctx, dedupe.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestDisk_FullThenRecovers(t *testing.T) {
 			t.Errorf("acked event %s is not stored", id)
 			continue
 		}
-		e, err := tm.Events.Get(ctx, row)
+		e, err := tm.DB.GetEvent(ctx, row)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,7 +248,7 @@ func TestDisk_FullThenRecovers(t *testing.T) {
 // storedIDs lists the event ids in tm's store.
 func storedIDs(tb testing.TB, tm *testMain) map[string]bool {
 	tb.Helper()
-	list, err := tm.Events.List(context.Background(), dedupe.Filter{})
+	list, err := tm.DB.ListEvents(context.Background(), dedupe.Filter{})
 	if err != nil {
 		tb.Fatalf("list events: %v", err)
 	}

@@ -9,9 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"hookbox/dedupe"
 	"hookbox/internal/cli"
-	"hookbox/queue"
 	"hookbox/view"
 )
 
@@ -45,7 +43,7 @@ func (c *EventCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer db.Close()
-	d, err := view.LoadDetail(ctx, dedupe.New(db), queue.New(db), id)
+	d, err := view.LoadDetail(ctx, db, id)
 	if err != nil {
 		return err
 	}

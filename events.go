@@ -10,6 +10,7 @@ import (
 	"hookbox/dedupe"
 	"hookbox/internal/cli"
 	"hookbox/queue"
+	"hookbox/sqlite"
 	"hookbox/view"
 )
 
@@ -46,7 +47,6 @@ func (c *EventsCommand) Run(ctx context.Context, args []string) error {
 	defer db.Close()
 	// A page at a time, newest first: --limit 0 on a store of millions
 	// streams rather than loading every event.
-	events, q := dedupe.New(db), queue.New(db)
 	filter := dedupe.Filter{Source: *source, Status: *status}
 	total := 0
 	var tw *tabwriter.Writer
@@ -60,14 +60,14 @@ func (c *EventsCommand) Run(ctx context.Context, args []string) error {
 		if *limit > 0 {
 			filter.Limit = min(filter.Limit, *limit-total)
 		}
-		list, err := events.List(ctx, filter)
+		list, err := db.ListEvents(ctx, filter)
 		if err != nil {
 			return err
 		}
 		if len(list) == 0 {
 			break
 		}
-		if err := c.write(ctx, q, list, *asJSON, tw); err != nil {
+		if err := c.write(ctx, db, list, *asJSON, tw); err != nil {
 			return err
 		}
 		total += len(list)
@@ -84,7 +84,7 @@ func (c *EventsCommand) Run(ctx context.Context, args []string) error {
 		}
 		if *limit > 0 && total == *limit {
 			filter.Limit = 1
-			next, err := events.List(ctx, filter)
+			next, err := db.ListEvents(ctx, filter)
 			if err != nil {
 				return err
 			}
@@ -108,12 +108,12 @@ func (c *EventsCommand) Run(ctx context.Context, args []string) error {
 }
 
 // write writes one page: JSON lines, or rows of tw.
-func (c *EventsCommand) write(ctx context.Context, q *queue.Queue, list []dedupe.Stored, asJSON bool, tw *tabwriter.Writer) error {
+func (c *EventsCommand) write(ctx context.Context, db *sqlite.DB, list []dedupe.Stored, asJSON bool, tw *tabwriter.Writer) error {
 	ids := make([]int64, len(list))
 	for i, e := range list {
 		ids[i] = e.ID
 	}
-	deliveries, err := q.Deliveries(ctx, ids)
+	deliveries, err := db.Deliveries(ctx, ids)
 	if err != nil {
 		return err
 	}

@@ -182,7 +182,7 @@ func hxRoundTrip(tb testing.TB, addr string, raw []byte) []hxAnswer {
 // hxCount is the number of stored events.
 func hxCount(tb testing.TB, tm *testMain) int {
 	tb.Helper()
-	list, err := tm.Events.List(context.Background(), dedupe.Filter{})
+	list, err := tm.DB.ListEvents(context.Background(), dedupe.Filter{})
 	if err != nil {
 		tb.Fatalf("list events: %v", err)
 	}
@@ -482,7 +482,7 @@ func TestHostile_ConflictingRedelivery(t *testing.T) {
 			t.Fatalf("send %d: %d %q, want 200 with %s", i+1, a.status, a.body, want)
 		}
 	}
-	list, err := tm.Events.List(context.Background(), dedupe.Filter{})
+	list, err := tm.DB.ListEvents(context.Background(), dedupe.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -492,7 +492,7 @@ func TestHostile_ConflictingRedelivery(t *testing.T) {
 	if e := list[0]; e.Redeliveries != 1 || e.Conflicts != 1 {
 		t.Errorf("redeliveries=%d conflicts=%d, want 1 and 1", e.Redeliveries, e.Conflicts)
 	}
-	e, err := tm.Events.Get(context.Background(), list[0].ID)
+	e, err := tm.DB.GetEvent(context.Background(), list[0].ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -148,7 +148,7 @@ func TestIngest_DuplicateInSequence(t *testing.T) {
 	if e.Source != "github" || e.EventID != "d-1" || e.Type != "push" || e.Redeliveries != 1 {
 		t.Fatalf("stored %+v, want github/d-1/push with 1 redelivery", e)
 	}
-	got, err := tm.Events.Get(context.Background(), e.ID)
+	got, err := tm.DB.GetEvent(context.Background(), e.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ secret = %q
 	stored := 0
 	expectStored := func(t *testing.T) {
 		t.Helper()
-		list, err := tm.Events.List(context.Background(), dedupe.Filter{})
+		list, err := tm.DB.ListEvents(context.Background(), dedupe.Filter{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -263,8 +263,8 @@ secret = %q
 		expectAnswer(t, code, body, "accepted", "gh-1")
 		stored++
 		expectStored(t)
-		list, _ := tm.Events.List(context.Background(), dedupe.Filter{Source: "github"})
-		e, err := tm.Events.Get(context.Background(), list[0].ID)
+		list, _ := tm.DB.ListEvents(context.Background(), dedupe.Filter{Source: "github"})
+		e, err := tm.DB.GetEvent(context.Background(), list[0].ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -635,7 +635,7 @@ func TestReceiver_Vectors(t *testing.T) {
 			tm := MustRunMain(t, cfg, "", WithNow(time.Unix(v.NowUnix, 0)))
 			path, _ := v.target(t)
 			code, body, contentType := postCase(t, tm.URL+path, v)
-			list, err := tm.Events.List(context.Background(), dedupe.Filter{})
+			list, err := tm.DB.ListEvents(context.Background(), dedupe.Filter{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -680,7 +680,7 @@ func TestReceiver_Vectors(t *testing.T) {
 			if v.ExpectedEventID != nil && a.EventID != *v.ExpectedEventID {
 				t.Fatalf("event id %q, want %q", a.EventID, *v.ExpectedEventID)
 			}
-			e, err := tm.Events.Get(context.Background(), list[0].ID)
+			e, err := tm.DB.GetEvent(context.Background(), list[0].ID)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -27,7 +27,7 @@ import (
 	"hookbox/metrics"
 	"hookbox/queue"
 	"hookbox/receiver"
-	"hookbox/store"
+	"hookbox/sqlite"
 )
 
 func main() {
@@ -55,16 +55,17 @@ type Main struct {
 	// warnings are logged in each 10 s window (10).
 	RefusedLogBurst int
 
-	DB       *store.DB
-	Events   *dedupe.Store
-	Queue    *queue.Queue
+	// DB is the store, the SQLite engine: the pool, the alerter, the
+	// sweeper, the inbox and the metrics each reach it through the
+	// interface their package declares.
+	DB       *sqlite.DB
 	Pool     *queue.Pool
 	Alerter  *queue.Alerter
 	Sweeper  *dedupe.Sweeper
 	Receiver *receiver.Server
 	Metrics  *metrics.Metrics
 
-	storeID string // the store's identity, store.RealPath
+	storeID string // the store's identity, sqlite.RealPath
 	lock    *os.File
 	cancel  context.CancelFunc
 	serveCh chan error
@@ -107,7 +108,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.Receiver.UseListener(ln)
 
-	m.Queue.WarnUnknownTargets(ctx, m.Config.TargetNames(), m.component("queue"))
+	queue.WarnUnknownTargets(ctx, m.DB.QueuedByTarget, m.Config.TargetNames(), m.component("queue"))
 	qlog := m.component("queue")
 	for _, note := range handlers.ProgramNotes(m.Config) {
 		qlog.Warn().Msg(note)
@@ -115,7 +116,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	// Before the pool retries what the previous process left running: a
 	// command attempt it started may still run, and must not overlap its
 	// rerun.
-	handlers.StopRunningLeftovers(ctx, m.storeID, m.Queue.Running, qlog)
+	handlers.StopRunningLeftovers(ctx, m.storeID, m.DB.Running, qlog)
 	if err := m.Pool.Start(ctx); err != nil {
 		return err
 	}
@@ -149,22 +150,23 @@ func (m *Main) openStore() error {
 	}
 	var err error
 	// The store's identity as its command targets see it (HOOKBOX_STORE).
-	if m.storeID, err = store.RealPath(cfg.Path); err != nil {
+	if m.storeID, err = sqlite.RealPath(cfg.Path); err != nil {
 		return fmt.Errorf("store path %s: %w", cfg.Path, err)
 	}
-	if m.lock, err = store.Lock(m.storeID); err != nil {
+	if m.lock, err = sqlite.Lock(m.storeID); err != nil {
 		return err
 	}
-	m.DB, err = store.Open(cfg.Path, store.Options{Synchronous: cfg.Synchronous, Logger: m.component("store")})
+	m.DB, err = sqlite.Open(cfg.Path, sqlite.Options{Synchronous: cfg.Synchronous, Logger: m.component("store")})
 	if err != nil {
 		return err
 	}
-	m.Events = dedupe.New(m.DB)
-	m.Queue = queue.New(m.DB)
-	m.Metrics = metrics.New(m.Queue, m.Now)
-	m.Metrics.Store = m.DB.Stats
+	m.Metrics = metrics.New(m.DB, m.Now)
+	m.Metrics.Store = func() metrics.CommitStats {
+		s := m.DB.Stats()
+		return metrics.CommitStats{Commits: s.Commits, Writes: s.Writes, FailedCommits: s.FailedCommit}
+	}
 	r := m.Config.Retention
-	m.Sweeper = &dedupe.Sweeper{Store: m.Events, Interval: r.Interval.D(), Payloads: r.Payloads.D(), Keys: r.Dedupe.D(),
+	m.Sweeper = &dedupe.Sweeper{Store: m.DB, Interval: r.Interval.D(), Payloads: r.Payloads.D(), Keys: r.Dedupe.D(),
 		First: m.FirstSweep, Now: m.Now, Logger: m.component("sweeper")}
 	return nil
 }
@@ -177,12 +179,12 @@ func (m *Main) buildDelivery() error {
 		return err
 	}
 	if notifier := handlers.Notifier(cfg.Alert); notifier != nil {
-		m.Alerter = queue.NewAlerter(m.Queue, notifier, m.component("alert"), m.Now)
+		m.Alerter = queue.NewAlerter(m.DB, notifier, m.component("alert"), m.Now)
 		if m.AlertBackoff > 0 {
 			m.Alerter.Backoff.Base = m.AlertBackoff
 		}
 	}
-	m.Pool = queue.NewPool(m.Queue, queue.PoolConfig{
+	m.Pool = queue.NewPool(m.DB, queue.PoolConfig{
 		Workers:     cfg.Delivery.Workers,
 		MaxAttempts: cfg.Delivery.MaxAttempts,
 		Lease:       cfg.Delivery.Lease.D(),
@@ -210,7 +212,7 @@ func (m *Main) buildReceiver() error {
 	if err != nil {
 		return err
 	}
-	ingest := inbox.New(m.Events, m.Queue, inbox.NewRouter(cfg.Targets), m.Pool)
+	ingest := inbox.New(m.DB, inbox.NewRouter(cfg.Targets), m.Pool)
 	m.Receiver = receiver.New(receiver.Config{
 		Sources:           sources,
 		AnySource:         m.LocalSink,

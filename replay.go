@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"hookbox/config"
-	"hookbox/dedupe"
 	"hookbox/internal/cli"
 	"hookbox/queue"
 )
@@ -76,12 +75,11 @@ A running serve picks them up within a second.`)
 		return cli.Usagef("replay: --target %q: no such target in the config (targets: %s)", sel.Target, strings.Join(cfg.TargetNames(), ", "))
 	}
 	if sel.Event > 0 {
-		if _, err := dedupe.New(db).Get(ctx, sel.Event); err != nil {
+		if _, err := db.GetEvent(ctx, sel.Event); err != nil {
 			return err // "event N: event not found", as hookbox event says
 		}
 	}
-	q := queue.New(db)
-	r, err := q.Replay(ctx, sel, now)
+	r, err := db.Replay(ctx, sel, now)
 	if err != nil {
 		return err
 	}
@@ -91,7 +89,7 @@ A running serve picks them up within a second.`)
 	// them to replay: it gets one.
 	if i := slices.IndexFunc(cfg.Targets, func(t config.Target) bool { return t.Name == sel.Target }); i >= 0 && !sel.DeadOnly {
 		t := cfg.Targets[i]
-		b, err := q.Backfill(ctx, queue.BackfillSelector{Target: t.Name, Event: sel.Event, Since: sel.Since, Until: sel.Until, Matches: t.Matches}, now)
+		b, err := db.Backfill(ctx, queue.BackfillSelector{Target: t.Name, Event: sel.Event, Since: sel.Since, Until: sel.Until, Matches: t.Matches}, now)
 		if err != nil {
 			return err
 		}

@@ -80,7 +80,7 @@ func TestReplay(t *testing.T) {
 		waitStatus(t, tm, a, "web", queue.Done, 5*time.Second)
 		waitStatus(t, tm, b, "web", queue.Done, 5*time.Second)
 		// Retention removes both payloads; an event received afterwards keeps its own.
-		if swept, _, err := tm.Events.Sweep(context.Background(), time.Now().Add(time.Minute), time.Time{}, 100); err != nil || swept != 2 {
+		if swept, _, err := tm.DB.Sweep(context.Background(), time.Now().Add(time.Minute), time.Time{}, 100); err != nil || swept != 2 {
 			t.Fatalf("sweep: %d swept, %v; want 2", swept, err)
 		}
 		postEvent(t, tm, "evt_c", "order.created", []byte(`{}`), "accepted")

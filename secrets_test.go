@@ -207,7 +207,7 @@ func TestSecrets_NotInLogsOrErrors(t *testing.T) {
 
 	// Both targets fail once and die; the alert for each fails 5 times.
 	waitFor(t, 10*time.Second, "two dead letters and two given-up alerts", func() bool {
-		dl, err := tm.Queue.DeadLetters(context.Background(), false, 0)
+		dl, err := tm.DB.DeadLetters(context.Background(), false, 0)
 		return err == nil && len(dl) == 2 && strings.Count(tm.Logs.String(), "alert failed; giving up") == 2
 	})
 

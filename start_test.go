@@ -4,7 +4,6 @@ import (
 	hookbox "hookbox"
 
 	"context"
-	"database/sql"
 	"fmt"
 	"io"
 	"net"
@@ -23,7 +22,7 @@ import (
 	"hookbox/config"
 	"hookbox/dedupe"
 	"hookbox/queue"
-	"hookbox/store"
+	"hookbox/sqlite"
 )
 
 // A serve that cannot bind its address fails before it touches the queue:
@@ -64,12 +63,12 @@ url = %q
 		t.Fatalf("err = %v, want it to say the address is in use", err)
 	}
 
-	db, err := store.Open(path, store.Options{Logger: zerolog.Nop()})
+	db, err := sqlite.Open(path, sqlite.Options{Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	ds, err := queue.New(db).Deliveries(context.Background(), []int64{row})
+	ds, err := db.Deliveries(context.Background(), []int64{row})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,22 +85,17 @@ url = %q
 // and returns the event's row.
 func storeWithDelivery(t *testing.T, path, target string, claimed bool) int64 {
 	t.Helper()
-	db, err := store.Open(path, store.Options{Logger: zerolog.Nop()})
+	db, err := sqlite.Open(path, sqlite.Options{Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	q := queue.New(db)
-	events := dedupe.New(db)
-	events.OnNew = func(tx *sql.Tx, ev *dedupe.Event) error {
-		return q.EnqueueTx(context.Background(), tx, ev.ID, []string{target}, ev.ReceivedAt)
-	}
-	res, err := events.Ingest(context.Background(), &dedupe.Event{Source: "github", EventID: "d-1", ReceivedAt: time.Now(), Body: []byte(`{}`)})
+	res, err := db.IngestEvent(context.Background(), &dedupe.Event{Source: "github", EventID: "d-1", ReceivedAt: time.Now(), Body: []byte(`{}`)}, []string{target})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if claimed {
-		if jobs, err := q.Claim(context.Background(), 1, time.Minute, time.Now()); err != nil || len(jobs) != 1 {
+		if jobs, err := db.Claim(context.Background(), 1, time.Minute, time.Now(), nil); err != nil || len(jobs) != 1 {
 			t.Fatalf("claim: %d jobs, %v", len(jobs), err)
 		}
 	}
@@ -145,7 +139,7 @@ func TestServe_OneServePerStoreThroughSymlinks(t *testing.T) {
 	}
 	// Named through the link before the store exists: the same identity
 	// as the real path once it does.
-	before, err := store.RealPath(filepath.Join(linkDir, "hookbox.db"))
+	before, err := sqlite.RealPath(filepath.Join(linkDir, "hookbox.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,12 +148,12 @@ func TestServe_OneServePerStoreThroughSymlinks(t *testing.T) {
 	if err := os.Symlink(filepath.Join(realDir, "hookbox.db"), dangling); err != nil {
 		t.Fatal(err)
 	}
-	viaLink, err := store.RealPath(dangling)
+	viaLink, err := sqlite.RealPath(dangling)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tm := MustRunMain(t, githubConfig(""), realDir) // creates realDir/hookbox.db
-	after, err := store.RealPath(filepath.Join(linkDir, "hookbox.db"))
+	after, err := sqlite.RealPath(filepath.Join(linkDir, "hookbox.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,12 +208,12 @@ func TestServe_SIGHUPStopsCleanly(t *testing.T) {
 // crash loop) still sweeps.
 func TestServe_FirstSweepSoonAfterStart(t *testing.T) {
 	dir := t.TempDir()
-	db, err := store.Open(filepath.Join(dir, "hookbox.db"), store.Options{Logger: zerolog.Nop()})
+	db, err := sqlite.Open(filepath.Join(dir, "hookbox.db"), sqlite.Options{Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := dedupe.New(db).Ingest(context.Background(), &dedupe.Event{Source: "github", EventID: "old",
-		ReceivedAt: time.Now().Add(-40 * 24 * time.Hour), Body: []byte(`{}`)})
+	res, err := db.IngestEvent(context.Background(), &dedupe.Event{Source: "github", EventID: "old",
+		ReceivedAt: time.Now().Add(-40 * 24 * time.Hour), Body: []byte(`{}`)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +222,7 @@ func TestServe_FirstSweepSoonAfterStart(t *testing.T) {
 	}
 	tm := MustRunMain(t, githubConfig("[retention]\ninterval = \"1h\"\n"), dir, func(m *hookbox.Main) { m.FirstSweep = 50 * time.Millisecond })
 	waitFor(t, 5*time.Second, "the 40-day-old payload to be swept with a 1h interval", func() bool {
-		e, err := tm.Events.Get(context.Background(), res.ID)
+		e, err := tm.DB.GetEvent(context.Background(), res.ID)
 		return err == nil && e.Swept
 	})
 }

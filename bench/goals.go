@@ -3,7 +3,7 @@ package bench
 import (
 	"fmt"
 
-	"hookbox/store"
+	"hookbox/sqlite"
 )
 
 // goal is a target figure for a ratio or value, from the project's goals.
@@ -49,7 +49,7 @@ func (b *runner) goals() []goal {
 			rss = 64
 		}
 		value("hookbox RSS MiB", "hookbox", "rss_mib", "≤", rss)
-		value("hookbox WAL peak MiB", "hookbox", "wal_mib", "≤", float64(store.DefaultJournalSizeLimit>>20))
+		value("hookbox WAL peak MiB", "hookbox", "wal_mib", "≤", float64(sqlite.DefaultJournalSizeLimit>>20))
 		ratio("acks/s prefilled ÷ empty", "hookbox+prefill", "acks_per_s", "hookbox", "acks_per_s", 0.9)
 	case ModeRate:
 		value("hookbox p99 ms", "hookbox", "p99_ms", "≤", 5)

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -13,8 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"hookbox/dedupe"
-	"hookbox/queue"
-	"hookbox/store"
+	"hookbox/sqlite"
 )
 
 // The bench writes hookbox's stores itself (a prefill, a backlog) and reads
@@ -25,12 +23,12 @@ import (
 // and its last one ended: the drain's own time, without the server's start
 // or the polling that noticed the end.
 func attemptSpan(ctx context.Context, path string) (first, last time.Time, err error) {
-	db, err := store.Open(path, store.Options{Logger: zerolog.Nop()})
+	db, err := sqlite.Open(path, sqlite.Options{Logger: zerolog.Nop()})
 	if err != nil {
 		return first, last, err
 	}
 	defer db.Close()
-	first, last, ok, err := queue.New(db).AttemptSpan(ctx)
+	first, last, ok, err := db.AttemptSpan(ctx)
 	if err != nil {
 		return first, last, err
 	}
@@ -44,37 +42,28 @@ func attemptSpan(ctx context.Context, path string) (first, last time.Time, err e
 // transactions with synchronous off (it is setup, not measurement), each
 // queued for targets.
 func (b *runner) fill(ctx context.Context, path string, events int, targets []string) error {
-	db, err := store.Open(path, store.Options{Synchronous: "off", Logger: zerolog.Nop()})
+	db, err := sqlite.Open(path, sqlite.Options{Synchronous: "off", Logger: zerolog.Nop()})
 	if err != nil {
 		return err
 	}
-	evs := dedupe.New(db)
-	if len(targets) > 0 {
-		q := queue.New(db)
-		evs.OnNew = func(tx *sql.Tx, ev *dedupe.Event) error {
-			return q.EnqueueTx(ctx, tx, ev.ID, targets, ev.ReceivedAt)
-		}
-	}
-	headers := b.req.Header.Clone()
 	prefix := b.runID + "-fill-" + filepath.Base(filepath.Dir(path))
 	now := time.Now()
 	const batch = 5000
 	start := time.Now()
+	evs := make([]*dedupe.Event, 0, batch)
 	for done := 0; done < events; {
 		k := min(batch, events-done)
-		err := db.Write(ctx, func(tx *sql.Tx) error {
-			for i := done; i < done+k; i++ {
-				id := prefix + "-" + strconv.Itoa(i)
-				headers.Set(IDHeader, id)
-				if _, err := evs.IngestTx(ctx, tx, &dedupe.Event{
-					Source: "github", EventID: id, Type: "push", ReceivedAt: now,
-					ContentType: "application/json", Headers: headers, Body: b.req.Body,
-				}); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		evs = evs[:0]
+		for i := done; i < done+k; i++ {
+			id := prefix + "-" + strconv.Itoa(i)
+			headers := b.req.Header.Clone()
+			headers.Set(IDHeader, id)
+			evs = append(evs, &dedupe.Event{
+				Source: "github", EventID: id, Type: "push", ReceivedAt: now,
+				ContentType: "application/json", Headers: headers, Body: b.req.Body,
+			})
+		}
+		_, err := db.IngestEvents(ctx, evs, targets)
 		if err != nil {
 			db.Close()
 			if ctx.Err() != nil {

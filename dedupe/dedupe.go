@@ -1,28 +1,25 @@
-// Package dedupe stores received events exactly once per (source, event id).
+// Package dedupe holds what hookbox knows of a received event: the event
+// itself, as stored exactly once per (source, event id), what storing it
+// did (a new event, or a redelivery of one stored), how events are listed,
+// and the retention Sweeper with the Store it needs of an engine.
 //
-// The UNIQUE (source, event_id) constraint of the events table decides
-// whether an event is new, inside the same transaction that stores it and its
-// queue rows, so concurrent copies of one event cannot both pass.
+// The engine's UNIQUE (source, event id) key decides whether an event is
+// new, inside the same transaction that stores it and its deliveries, so
+// concurrent copies of one event cannot both pass.
 package dedupe
 
 import (
-	"context"
-	"database/sql"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
-
-	"hookbox/store"
 )
 
-// ErrNotFound is returned by Get for an unknown event.
+// ErrNotFound is returned (wrapped) for an unknown event.
 var ErrNotFound = errors.New("event not found")
 
 // Event is one received webhook.
 type Event struct {
-	ID          int64 // row id, set by Ingest
+	ID          int64 // row id, set once stored
 	Source      string
 	EventID     string // the provider's id: the dedupe key within Source
 	Type        string
@@ -32,126 +29,12 @@ type Event struct {
 	Body        []byte
 }
 
-// Result says what Ingest did.
+// Result says what storing an event did.
 type Result struct {
 	ID        int64 // row id of the stored (or earlier) event
 	Duplicate bool  // the (source, event id) was already stored
 	Conflict  bool  // a duplicate whose body differs from the stored one
 	Revived   int64 // dead deliveries put back to pending by this redelivery
-}
-
-// Store writes and reads events.
-type Store struct {
-	db *store.DB
-
-	// OnNew runs in the ingest transaction after a new event row is written,
-	// to add its queue rows. An error rolls back the event too. Like every
-	// store write it may run again for the same event (store.DB.Write): it
-	// must not act outside the transaction.
-	OnNew func(tx *sql.Tx, ev *Event) error
-	// OnDuplicate runs in the ingest transaction for a redelivery; it returns
-	// how many dead deliveries it revived.
-	OnDuplicate func(tx *sql.Tx, id int64, now time.Time) (int64, error)
-}
-
-// New returns a Store on db.
-func New(db *store.DB) *Store { return &Store{db: db} }
-
-// Ingest stores ev, or records it as a redelivery, and returns once the
-// transaction is durable. An error means nothing was written.
-func (s *Store) Ingest(ctx context.Context, ev *Event) (Result, error) {
-	// Encode outside the writer: everything done inside Write is serial.
-	headers, err := json.Marshal(ev.Headers)
-	if err != nil {
-		return Result{}, fmt.Errorf("encode headers: %w", err)
-	}
-	var res Result
-	// Once the writer runs it, the write is not abandoned: statements get
-	// a context without cancellation, which also spares the driver a
-	// watcher goroutine per statement.
-	wctx := context.WithoutCancel(ctx)
-	err = s.db.Write(ctx, func(tx *sql.Tx) error {
-		var err error
-		res, err = s.ingestTx(wctx, tx, ev, headers)
-		return err
-	})
-	if err != nil {
-		return Result{}, err
-	}
-	return res, nil
-}
-
-const (
-	// No RETURNING: SQLite buffers returned rows in a temporary b-tree that
-	// it builds for every execution, a third of the insert's time.
-	// The row count says whether the row went in, the last rowid which.
-	insertEvent = `INSERT INTO events (source, event_id, type, received_at, content_type, headers, body, body_size)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (source, event_id) DO NOTHING`
-	recordRedelivery = `UPDATE events SET redeliveries = redeliveries + 1, last_seen_at = ?,
-		conflicts = conflicts + (body IS NOT NULL AND body != ?)
-		WHERE source = ? AND event_id = ?
-		RETURNING id, (body IS NOT NULL AND body != ?)`
-)
-
-// IngestTx is Ingest inside the caller's transaction.
-func (s *Store) IngestTx(ctx context.Context, tx *sql.Tx, ev *Event) (Result, error) {
-	headers, err := json.Marshal(ev.Headers)
-	if err != nil {
-		return Result{}, fmt.Errorf("encode headers: %w", err)
-	}
-	return s.ingestTx(ctx, tx, ev, headers)
-}
-
-func (s *Store) ingestTx(ctx context.Context, tx *sql.Tx, ev *Event, headers []byte) (Result, error) {
-	body := ev.Body
-	if body == nil {
-		body = []byte{} // NULL means swept; an empty body is still a body
-	}
-	now := ev.ReceivedAt.UnixMilli()
-	insert, err := s.db.Stmt(ctx, tx, insertEvent)
-	if err != nil {
-		return Result{}, fmt.Errorf("insert event: %w", err)
-	}
-	r, err := insert.ExecContext(ctx, ev.Source, ev.EventID, ev.Type, now, ev.ContentType, headers, body, len(body))
-	if err != nil {
-		return Result{}, fmt.Errorf("insert event: %w", err)
-	}
-	inserted, err := r.RowsAffected()
-	if err != nil {
-		return Result{}, fmt.Errorf("insert event: %w", err)
-	}
-	if inserted == 1 {
-		id, err := r.LastInsertId()
-		if err != nil {
-			return Result{}, fmt.Errorf("insert event: %w", err)
-		}
-		ev.ID = id
-		if s.OnNew != nil {
-			if err := s.OnNew(tx, ev); err != nil {
-				return Result{}, fmt.Errorf("enqueue event %d: %w", id, err)
-			}
-		}
-		return Result{ID: id}, nil
-	}
-	// Already stored: the constraint, not a prior SELECT, decided.
-	var id, conflict int64
-	redeliver, err := s.db.Stmt(ctx, tx, recordRedelivery)
-	if err != nil {
-		return Result{}, fmt.Errorf("record redelivery: %w", err)
-	}
-	err = redeliver.QueryRowContext(ctx, now, body, ev.Source, ev.EventID, body).Scan(&id, &conflict)
-	if err != nil {
-		return Result{}, fmt.Errorf("record redelivery: %w", err)
-	}
-	ev.ID = id
-	res := Result{ID: id, Duplicate: true, Conflict: conflict == 1}
-	if s.OnDuplicate != nil {
-		if res.Revived, err = s.OnDuplicate(tx, id, ev.ReceivedAt); err != nil {
-			return Result{}, fmt.Errorf("revive event %d: %w", id, err)
-		}
-	}
-	return res, nil
 }
 
 // Stored is an event as read back, with its bookkeeping.
@@ -164,7 +47,7 @@ type Stored struct {
 	Swept        bool // body and headers were dropped by retention
 }
 
-// Filter selects events for List.
+// Filter selects events for a listing, newest first.
 type Filter struct {
 	Source string
 	// Status keeps events with at least one delivery in this status
@@ -176,215 +59,4 @@ type Filter struct {
 	// Before keeps events numbered below it (0: no bound): the next page
 	// after an event, newest first.
 	Before int64
-}
-
-// fewEvents is how many events a source may have for List to read them
-// through the source's key rather than walk every event newest first.
-var fewEvents = 10000 // a variable for the tests
-
-// List returns events newest first, without bodies.
-func (s *Store) List(ctx context.Context, f Filter) ([]Stored, error) {
-	q := `SELECT id, source, event_id, type, received_at, content_type, redeliveries, last_seen_at, conflicts, body_size, swept_at
-		FROM events e WHERE 1=1`
-	var args []any
-	if f.Before > 0 {
-		q += ` AND id < ?`
-		args = append(args, f.Before)
-	}
-	if f.Source != "" {
-		// Through the (source, event_id) key, a listing reads every event
-		// of the source and sorts them: right for a source with few events,
-		// slow for a common one, where walking newest first stops at the
-		// limit. A count, bounded, tells which.
-		byKey := f.Limit == 0
-		if !byKey {
-			var n int
-			if err := s.db.Reader().QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM events WHERE source = ? LIMIT ?)`,
-				f.Source, fewEvents).Scan(&n); err != nil {
-				return nil, fmt.Errorf("list events: %w", err)
-			}
-			byKey = n < fewEvents
-		}
-		if byKey {
-			q += ` AND source = ?`
-		} else {
-			q += ` AND +source = ?`
-		}
-		args = append(args, f.Source)
-	}
-	switch f.Status {
-	case "":
-	case "pending", "running", "retrying":
-		// The queued deliveries are the due index: the queue, not the table.
-		q += ` AND id IN (SELECT d.event FROM deliveries d INDEXED BY deliveries_due WHERE ` + store.DueCondition + ` AND d.status = ?)`
-		args = append(args, f.Status)
-	case "dead":
-		// Dead deliveries are the dead letters not revived.
-		q += ` AND id IN (SELECT l.event FROM dead_letters l WHERE l.revived_at IS NULL)
-			AND EXISTS (SELECT 1 FROM deliveries d WHERE d.event = e.id AND d.status = 'dead')`
-	default:
-		q += ` AND EXISTS (SELECT 1 FROM deliveries d WHERE d.event = e.id AND d.status = ?)`
-		args = append(args, f.Status)
-	}
-	if !f.Since.IsZero() {
-		q += ` AND received_at >= ?`
-		args = append(args, f.Since.UnixMilli())
-	}
-	if !f.Until.IsZero() {
-		q += ` AND received_at < ?`
-		args = append(args, f.Until.UnixMilli())
-	}
-	q += ` ORDER BY id DESC`
-	if f.Limit > 0 {
-		q += ` LIMIT ?`
-		args = append(args, f.Limit)
-	}
-	rows, err := s.db.Reader().QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list events: %w", err)
-	}
-	defer rows.Close()
-	var out []Stored
-	for rows.Next() {
-		var e Stored
-		var recv int64
-		var last, swept sql.NullInt64
-		if err := rows.Scan(&e.ID, &e.Source, &e.EventID, &e.Type, &recv, &e.ContentType,
-			&e.Redeliveries, &last, &e.Conflicts, &e.BodySize, &swept); err != nil {
-			return nil, fmt.Errorf("list events: %w", err)
-		}
-		e.ReceivedAt = time.UnixMilli(recv).UTC()
-		if last.Valid {
-			e.LastSeenAt = time.UnixMilli(last.Int64).UTC()
-		}
-		e.Swept = swept.Valid
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list events: %w", err)
-	}
-	return out, nil
-}
-
-// Get returns one event with its headers and body. It returns ErrNotFound
-// for an unknown id.
-func (s *Store) Get(ctx context.Context, id int64) (Stored, error) {
-	var e Stored
-	var recv int64
-	var last, swept sql.NullInt64
-	var headers, body []byte
-	err := s.db.Reader().QueryRowContext(ctx, `SELECT id, source, event_id, type, received_at, content_type, headers, body,
-		redeliveries, last_seen_at, conflicts, body_size, swept_at FROM events WHERE id = ?`, id).Scan(
-		&e.ID, &e.Source, &e.EventID, &e.Type, &recv, &e.ContentType, &headers, &body,
-		&e.Redeliveries, &last, &e.Conflicts, &e.BodySize, &swept)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Stored{}, fmt.Errorf("event %d: %w", id, ErrNotFound)
-	}
-	if err != nil {
-		return Stored{}, fmt.Errorf("get event %d: %w", id, err)
-	}
-	e.ReceivedAt = time.UnixMilli(recv).UTC()
-	if last.Valid {
-		e.LastSeenAt = time.UnixMilli(last.Int64).UTC()
-	}
-	e.Swept = swept.Valid
-	e.Body = body
-	if len(headers) > 0 {
-		if err := json.Unmarshal(headers, &e.Headers); err != nil {
-			return Stored{}, fmt.Errorf("get event %d: decode headers: %w", id, err)
-		}
-	}
-	return e, nil
-}
-
-// sweepPayloadsSQL sweeps one window of ids: each write examines at most
-// the window's rows, found through the table's own key, however many events
-// before it were swept already. (A walk of events_received from the oldest
-// event would pass every swept event, kept for dedupe until keys_after, in
-// every batch, holding the store's only writer: seconds with weeks of them.)
-const sweepPayloadsSQL = `UPDATE events SET body = NULL, headers = NULL, swept_at = ? WHERE ` + sweepPayloadsWhere
-
-const sweepPayloadsWhere = `id >= ? AND id < ? AND received_at < ? AND swept_at IS NULL
-	AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event = events.id AND d.status IN ('pending','running','retrying','dead'))`
-
-// sweepKeysWhere picks the events whose dedupe keys the sweep forgets. The
-// newest row stays (its payload may go): SQLite numbers a new row
-// max(id)+1, so deleting it would hand its number to the next event, and
-// an alert naming the old one would point to a different event. Its id
-// keeps deduping until a newer event arrives (README, [retention]).
-const sweepKeysWhere = `received_at < ?
-	AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event = e.id AND d.status IN ('pending','running','retrying','dead'))
-	AND id < (SELECT max(id) FROM events)`
-
-// Sweep drops bodies and headers of events received before payloadsBefore
-// whose deliveries are all finished, and deletes events (their dedupe keys)
-// received before keysBefore. Events with a dead delivery keep both until
-// it is replayed or redelivered: a dead letter is work nobody has done.
-// Each write examines at most batch events for payloads and deletes at
-// most batch; it returns how many events it swept and deleted.
-func (s *Store) Sweep(ctx context.Context, payloadsBefore, keysBefore time.Time, batch int) (swept, deleted int64, err error) {
-	now := time.Now().UnixMilli()
-	// Ids grow with arrival: the windows run from the oldest event to the
-	// last one received before the cutoff. One received later under an
-	// earlier clock reading is reached by a later sweep.
-	var first, last sql.NullInt64
-	err = s.db.Reader().QueryRowContext(ctx, `SELECT (SELECT min(id) FROM events),
-		(SELECT id FROM events INDEXED BY events_received WHERE received_at < ? ORDER BY received_at DESC LIMIT 1)`,
-		payloadsBefore.UnixMilli()).Scan(&first, &last)
-	if err != nil {
-		return 0, 0, fmt.Errorf("sweep payloads: %w", err)
-	}
-	for lo := first.Int64; first.Valid && last.Valid && lo <= last.Int64; lo += int64(batch) {
-		// Looked for on a read connection first: most windows of a store
-		// in its steady state hold only swept events, and a write for them
-		// would commit nothing (an idle hookbox commits nothing).
-		var any bool
-		if err := s.db.Reader().QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE `+sweepPayloadsWhere+`)`,
-			lo, lo+int64(batch), payloadsBefore.UnixMilli()).Scan(&any); err != nil {
-			return swept, deleted, fmt.Errorf("sweep payloads: %w", err)
-		}
-		if !any {
-			continue
-		}
-		var n int64
-		err := s.db.Write(ctx, func(tx *sql.Tx) error {
-			ctx := context.WithoutCancel(ctx) // see store.Write
-			r, err := tx.ExecContext(ctx, sweepPayloadsSQL, now, lo, lo+int64(batch), payloadsBefore.UnixMilli())
-			if err != nil {
-				return err
-			}
-			n, err = r.RowsAffected()
-			return err
-		})
-		if err != nil {
-			return swept, deleted, fmt.Errorf("sweep payloads: %w", err)
-		}
-		swept += n
-	}
-	// Nothing old enough, as on most runs of a young store: no write at all
-	// (an idle hookbox commits nothing).
-	var more bool
-	if err := s.db.Reader().QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM events e INDEXED BY events_received WHERE `+sweepKeysWhere+`)`,
-		keysBefore.UnixMilli()).Scan(&more); err != nil {
-		return swept, deleted, fmt.Errorf("sweep dedupe keys: %w", err)
-	}
-	for more {
-		var n int64
-		err := s.db.Write(ctx, func(tx *sql.Tx) error {
-			ctx := context.WithoutCancel(ctx) // see store.Write
-			r, err := tx.ExecContext(ctx, `DELETE FROM events WHERE id IN (SELECT id FROM events e WHERE `+sweepKeysWhere+` LIMIT ?)`,
-				keysBefore.UnixMilli(), batch)
-			if err != nil {
-				return err
-			}
-			n, err = r.RowsAffected()
-			return err
-		})
-		if err != nil {
-			return swept, deleted, fmt.Errorf("sweep dedupe keys: %w", err)
-		}
-		deleted += n
-		more = n == int64(batch) // a full batch: there may be more
-	}
-	return swept, deleted, nil
 }

@@ -7,12 +7,23 @@ import (
 	"github.com/rs/zerolog"
 )
 
+// Store is what the Sweeper needs of a store engine.
+type Store interface {
+	// Sweep drops bodies and headers of events received before
+	// payloadsBefore whose deliveries are all finished, and deletes events
+	// (their dedupe keys) received before keysBefore, keeping those with a
+	// dead delivery, and the newest event, whose number would otherwise be
+	// handed out again. Each write examines or deletes at most batch
+	// events. It returns how many events it swept and deleted.
+	Sweep(ctx context.Context, payloadsBefore, keysBefore time.Time, batch int) (swept, deleted int64, err error)
+}
+
 // Sweeper runs retention in the background: every Interval it drops the
 // bodies of finished events older than Payloads and deletes the dedupe keys
 // (whole events) older than Keys. A failed sweep is logged and the loop
 // goes on.
 type Sweeper struct {
-	Store    *Store
+	Store    Store
 	Interval time.Duration
 	Payloads time.Duration // keep bodies this long
 	Keys     time.Duration // keep events, and so their dedupe keys, this long

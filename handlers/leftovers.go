@@ -26,10 +26,10 @@ const KillGrace = killGrace
 // StopRunningLeftovers ends the processes of command attempts that the
 // previous process on store left running when it died without stopping
 // them (SIGKILL, a crash): their deliveries are still marked running, as
-// running (queue.Queue.Running, before the pool starts) lists them, and the
+// running (the store's Running, before the pool starts) lists them, and the
 // pool is about to run them again. Processes of finished deliveries (a
 // daemon a target started on purpose) are left alone. Linux only: it reads
-// /proc. store is the store's identity (store.RealPath). It returns
+// /proc. store is the store's identity (sqlite.RealPath). It returns
 // nothing: what it cannot do, and each process it stops, it logs to log as
 // a warning, and the start goes on.
 func StopRunningLeftovers(ctx context.Context, store string, running func(context.Context) ([]queue.RunningKey, error), log zerolog.Logger) {

@@ -6,12 +6,9 @@ package inbox
 
 import (
 	"context"
-	"database/sql"
-	"time"
 
 	"hookbox/config"
 	"hookbox/dedupe"
-	"hookbox/queue"
 	"hookbox/receiver"
 )
 
@@ -32,9 +29,6 @@ func NewRouter(targets []config.Target) *Router {
 	return r
 }
 
-// Any reports whether any target takes events of source.
-func (r *Router) Any(source string) bool { return len(r.bySource[source]) > 0 }
-
 // Targets names the targets an event of source and type goes to.
 func (r *Router) Targets(source, typ string) []string {
 	var names []string
@@ -46,6 +40,15 @@ func (r *Router) Targets(source, typ string) []string {
 	return names
 }
 
+// Store is what the inbox needs of a store engine.
+type Store interface {
+	// IngestEvent stores ev with a pending delivery to each of targets, or
+	// counts a redelivery of the stored one and puts its dead deliveries
+	// back to pending, in one transaction, and returns once it is
+	// durable. An error means nothing was written.
+	IngestEvent(ctx context.Context, ev *dedupe.Event, targets []string) (dedupe.Result, error)
+}
+
 // Waker is told when a commit queued work (the worker pool).
 type Waker interface{ Notify() }
 
@@ -53,26 +56,15 @@ type Waker interface{ Notify() }
 // deliveries, revives the dead deliveries of a redelivered one, and wakes
 // the workers after a commit that queued work.
 type Ingester struct {
-	events *dedupe.Store
+	store  Store
 	routes *Router
 	wake   Waker
 }
 
-// New returns an Ingester storing into events and q, routing by routes and
-// waking wake. It sets events' OnNew and OnDuplicate: a new event's
-// deliveries and a redelivery's revival join the event's transaction.
-func New(events *dedupe.Store, q *queue.Queue, routes *Router, wake Waker) *Ingester {
-	events.OnNew = func(tx *sql.Tx, ev *dedupe.Event) error {
-		names := routes.Targets(ev.Source, ev.Type)
-		if len(names) == 0 {
-			return nil
-		}
-		return q.EnqueueTx(context.Background(), tx, ev.ID, names, ev.ReceivedAt)
-	}
-	events.OnDuplicate = func(tx *sql.Tx, id int64, now time.Time) (int64, error) {
-		return q.ReviveTx(context.Background(), tx, id, now)
-	}
-	return &Ingester{events: events, routes: routes, wake: wake}
+// New returns an Ingester storing into s, routing by routes and waking
+// wake.
+func New(s Store, routes *Router, wake Waker) *Ingester {
+	return &Ingester{store: s, routes: routes, wake: wake}
 }
 
 // Ingest stores e. Its error is the store's: the receiver answers 503.
@@ -86,11 +78,14 @@ func (i *Ingester) Ingest(ctx context.Context, e *receiver.Event) (receiver.Resu
 		Headers:     e.Headers,
 		Body:        e.Body,
 	}
-	res, err := i.events.Ingest(ctx, &ev)
+	// Routed before the write, outside the store's one writer; a
+	// redelivery's targets are not looked at.
+	targets := i.routes.Targets(ev.Source, ev.Type)
+	res, err := i.store.IngestEvent(ctx, &ev, targets)
 	if err != nil {
 		return receiver.Result{}, err
 	}
-	if (!res.Duplicate && i.routes.Any(ev.Source)) || res.Revived > 0 {
+	if (!res.Duplicate && len(targets) > 0) || res.Revived > 0 {
 		i.wake.Notify()
 	}
 	return receiver.Result{Duplicate: res.Duplicate, Conflict: res.Conflict}, nil

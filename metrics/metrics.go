@@ -13,20 +13,33 @@ import (
 
 	"hookbox/queue"
 	"hookbox/receiver"
-	"hookbox/store"
 )
 
 // latencyBuckets are the receive→done histogram's upper bounds, in seconds.
 var latencyBuckets = []float64{0.01, 0.05, 0.1, 0.5, 1, 5, 30, 60, 300, 1800, 3600, 21600, 86400}
 
+// Queue is where the queue figures come from: the store engine.
+type Queue interface {
+	// QueueStats counts the queued and dead deliveries and dates the
+	// oldest queued one.
+	QueueStats(ctx context.Context) (queue.Stats, error)
+}
+
+// CommitStats are the store's commit counters.
+type CommitStats struct {
+	Commits       int64 // transactions committed
+	Writes        int64 // writes batched into them
+	FailedCommits int64 // transactions that failed: none of their writes happened
+}
+
 // Metrics serves counters and queue figures in the Prometheus text format.
 type Metrics struct {
-	q        *queue.Queue
+	q        Queue
 	now      func() time.Time
 	Receiver *receiver.Counters
 	Dead     atomic.Int64
 	// Store reads the store's commit counters; nil leaves them out.
-	Store func() store.Stats
+	Store func() CommitStats
 
 	mu      sync.Mutex
 	buckets []int64
@@ -35,7 +48,7 @@ type Metrics struct {
 }
 
 // New returns metrics reading queue figures from q.
-func New(q *queue.Queue, now func() time.Time) *Metrics {
+func New(q Queue, now func() time.Time) *Metrics {
 	return &Metrics{q: q, now: now, buckets: make([]int64, len(latencyBuckets))}
 }
 
@@ -56,7 +69,7 @@ func (m *Metrics) ObserveDone(received time.Time) {
 func (m *Metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
-	st, err := m.q.Stats(ctx)
+	st, err := m.q.QueueStats(ctx)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
@@ -75,7 +88,7 @@ func (m *Metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s := m.Store()
 		fmt.Fprintf(w, "# HELP hookbox_store_commits_total Transactions committed (one fsync each with store.synchronous full); writes ÷ commits is the group commit's batch size.\n# TYPE hookbox_store_commits_total counter\nhookbox_store_commits_total %d\n", s.Commits)
 		fmt.Fprintf(w, "# HELP hookbox_store_writes_total Writes (an event received, a claim, a result, ...) batched into committed transactions.\n# TYPE hookbox_store_writes_total counter\nhookbox_store_writes_total %d\n", s.Writes)
-		fmt.Fprintf(w, "# HELP hookbox_store_failed_commits_total Transactions that failed to commit: none of their writes happened.\n# TYPE hookbox_store_failed_commits_total counter\nhookbox_store_failed_commits_total %d\n", s.FailedCommit)
+		fmt.Fprintf(w, "# HELP hookbox_store_failed_commits_total Transactions that failed to commit: none of their writes happened.\n# TYPE hookbox_store_failed_commits_total counter\nhookbox_store_failed_commits_total %d\n", s.FailedCommits)
 	}
 	fmt.Fprintf(w, "# HELP hookbox_dead_total Deliveries that went dead since start.\n# TYPE hookbox_dead_total counter\nhookbox_dead_total %d\n", m.Dead.Load())
 	m.mu.Lock()

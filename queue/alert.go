@@ -2,8 +2,6 @@ package queue
 
 import (
 	"context"
-	"database/sql"
-	"fmt"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -21,6 +19,33 @@ type Alert struct {
 	Event    int64     `json:"event"` // hookbox's row id, for `hookbox event ID`
 }
 
+// AlertStore is what the alerter needs of a store engine: the dead
+// letters whose alert is due, and a place to record each send's outcome.
+type AlertStore interface {
+	// DueAlerts returns up to limit alerts due at now, the longest due
+	// first.
+	DueAlerts(ctx context.Context, now time.Time, limit int) ([]DueAlert, error)
+	// RecordAlert records one send's outcome, once durable; a dead letter
+	// revived meanwhile is not due again after a failure.
+	RecordAlert(ctx context.Context, o AlertOutcome) error
+}
+
+// DueAlert is the alert of one dead letter, due to be sent.
+type DueAlert struct {
+	Alert
+	Letter int64 // the dead letter's id
+	Tries  int   // sends tried so far
+}
+
+// AlertOutcome is the result of one send of a dead letter's alert.
+type AlertOutcome struct {
+	Letter int64
+	Err    error     // nil: sent
+	Next   time.Time // with Err: when to try again, unless GaveUp
+	GaveUp bool      // with Err: that was the last try
+	At     time.Time // when the send ended
+}
+
 // Notifier sends one alert; an error means it should be tried again.
 type Notifier interface {
 	Notify(ctx context.Context, a Alert) error
@@ -30,7 +55,7 @@ type Notifier interface {
 // durable: a crash before sending leaves them due, so they go out after the
 // restart. Each is tried up to MaxTries times with growing waits.
 type Alerter struct {
-	q        *Queue
+	s        AlertStore
 	n        Notifier
 	log      zerolog.Logger
 	now      func() time.Time
@@ -47,24 +72,15 @@ type Alerter struct {
 	// written again before anything else is sent: the alert stays due in
 	// the store meanwhile, and sending it again would repeat it. Only the
 	// loop's goroutine uses it.
-	unrecorded []outcome
+	unrecorded []AlertOutcome
 }
 
-// outcome is the result of one send, as recordAlert writes it.
-type outcome struct {
-	id     int64
-	err    error
-	next   time.Time
-	gaveUp bool
-	at     time.Time
-}
-
-// NewAlerter returns an alerter sending through n.
-func NewAlerter(q *Queue, n Notifier, log zerolog.Logger, now func() time.Time) *Alerter {
+// NewAlerter returns an alerter sending the due alerts of s through n.
+func NewAlerter(s AlertStore, n Notifier, log zerolog.Logger, now func() time.Time) *Alerter {
 	if now == nil {
 		now = time.Now
 	}
-	return &Alerter{q: q, n: n, log: log, now: now, MaxTries: 5, Backoff: Backoff{Base: 5 * time.Second}, wake: make(chan struct{}, 1)}
+	return &Alerter{s: s, n: n, log: log, now: now, MaxTries: 5, Backoff: Backoff{Base: 5 * time.Second}, wake: make(chan struct{}, 1)}
 }
 
 // Wake asks the alerter to look for due alerts now. It never blocks.
@@ -108,7 +124,7 @@ func (a *Alerter) sendDue(ctx context.Context) {
 		return // the next tick tries again
 	}
 	for ctx.Err() == nil {
-		due, err := a.q.dueAlerts(ctx, a.now(), 16)
+		due, err := a.s.DueAlerts(ctx, a.now(), 16)
 		if err != nil {
 			if ctx.Err() == nil {
 				a.log.Error().Err(err).Msg("read due alerts")
@@ -127,7 +143,7 @@ func (a *Alerter) sendDue(ctx context.Context) {
 			}
 			next, gaveUp := time.Time{}, false
 			if err != nil {
-				tries := d.tries + 1
+				tries := d.Tries + 1
 				if tries >= a.MaxTries {
 					gaveUp = true
 					a.log.Error().Err(err).Int64("event", d.Event).Str("target", d.Target).Msg("alert failed; giving up")
@@ -136,7 +152,7 @@ func (a *Alerter) sendDue(ctx context.Context) {
 					a.log.Warn().Err(err).Int64("event", d.Event).Str("target", d.Target).Msg("alert failed; will retry")
 				}
 			}
-			o := outcome{id: d.id, err: err, next: next, gaveUp: gaveUp, at: a.now()}
+			o := AlertOutcome{Letter: d.Letter, Err: err, Next: next, GaveUp: gaveUp, At: a.now()}
 			if err := a.record(ctx, o); err != nil {
 				a.log.Error().Err(err).Int64("event", d.Event).Str("target", d.Target).
 					Msg("could not record the alert's outcome; writing it again before sending more")
@@ -147,10 +163,10 @@ func (a *Alerter) sendDue(ctx context.Context) {
 	}
 }
 
-func (a *Alerter) record(ctx context.Context, o outcome) error {
+func (a *Alerter) record(ctx context.Context, o AlertOutcome) error {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	return a.q.recordAlert(wctx, o.id, o.err, o.next, o.gaveUp, o.at)
+	return a.s.RecordAlert(wctx, o)
 }
 
 // recordAgain writes the outcomes the store refused before, and reports
@@ -165,50 +181,4 @@ func (a *Alerter) recordAgain(ctx context.Context) bool {
 		a.unrecorded = a.unrecorded[1:]
 	}
 	return true
-}
-
-type dueAlert struct {
-	Alert
-	id    int64
-	tries int
-}
-
-func (q *Queue) dueAlerts(ctx context.Context, now time.Time, limit int) ([]dueAlert, error) {
-	rows, err := q.db.Reader().QueryContext(ctx, `SELECT l.id, l.alert_attempts, e.source, e.event_id, e.type, l.target, l.attempts, l.error, l.dead_at, l.event
-		FROM dead_letters l JOIN events e ON e.id = l.event
-		WHERE l.alert_due_at IS NOT NULL AND l.alert_due_at <= ? ORDER BY l.alert_due_at LIMIT ?`, now.UnixMilli(), limit)
-	if err != nil {
-		return nil, fmt.Errorf("due alerts: %w", err)
-	}
-	defer rows.Close()
-	var out []dueAlert
-	for rows.Next() {
-		var d dueAlert
-		var deadAt int64
-		if err := rows.Scan(&d.id, &d.tries, &d.Source, &d.EventID, &d.Type, &d.Target, &d.Attempts, &d.Error, &deadAt, &d.Event); err != nil {
-			return nil, fmt.Errorf("due alerts: %w", err)
-		}
-		d.DeadAt = time.UnixMilli(deadAt).UTC()
-		out = append(out, d)
-	}
-	return out, rows.Err()
-}
-
-func (q *Queue) recordAlert(ctx context.Context, id int64, sendErr error, next time.Time, gaveUp bool, now time.Time) error {
-	return q.db.Write(ctx, func(tx *sql.Tx) error {
-		ctx := context.WithoutCancel(ctx) // see store.Write
-		var err error
-		switch {
-		case sendErr == nil:
-			_, err = tx.ExecContext(ctx, `UPDATE dead_letters SET alert_attempts = alert_attempts + 1, alert_due_at = NULL, alerted_at = ?, alert_error = '' WHERE id = ?`, now.UnixMilli(), id)
-		case gaveUp:
-			_, err = tx.ExecContext(ctx, `UPDATE dead_letters SET alert_attempts = alert_attempts + 1, alert_due_at = NULL, alert_error = ? WHERE id = ?`, sendErr.Error(), id)
-		default:
-			// A dead letter revived (redelivered, replayed) while its alert
-			// was on its way needs no alert any more.
-			_, err = tx.ExecContext(ctx, `UPDATE dead_letters SET alert_attempts = alert_attempts + 1,
-				alert_due_at = CASE WHEN revived_at IS NULL THEN ? END, alert_error = ? WHERE id = ?`, next.UnixMilli(), sendErr.Error(), id)
-		}
-		return err
-	})
 }

@@ -2,7 +2,6 @@ package queue_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"sync/atomic"
 	"testing"
@@ -12,7 +11,6 @@ import (
 
 	"hookbox/dedupe"
 	"hookbox/queue"
-	"hookbox/store"
 )
 
 // notifier counts alerts; block, if set, holds each send until it yields
@@ -31,13 +29,13 @@ func (n *notifier) Notify(context.Context, queue.Alert) error {
 }
 
 // deadWithAlert stores one event whose delivery went dead with its alert due.
-func deadWithAlert(t *testing.T) (*store.DB, *queue.Queue, *dedupe.Store) {
+func deadWithAlert(t *testing.T) *store {
 	t.Helper()
-	db, q, events := mustOpenDB(t, "sink")
+	q := MustOpen(t, "sink")
 	ctx := context.Background()
 	now := time.Now()
-	mustIngest(t, events, "evt_dead", now.Add(-time.Minute))
-	jobs, err := q.Claim(ctx, 1, time.Minute, now)
+	mustIngest(t, q, "evt_dead", now.Add(-time.Minute))
+	jobs, err := q.Claim(ctx, 1, time.Minute, now, nil)
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
 	}
@@ -45,17 +43,20 @@ func deadWithAlert(t *testing.T) (*store.DB, *queue.Queue, *dedupe.Store) {
 	if err := q.Complete(ctx, jobs[0], f, now); err != nil {
 		t.Fatal(err)
 	}
-	return db, q, events
+	return q
 }
 
-func exec(t *testing.T, db *store.DB, query string) {
+// deadLetter returns the store's one dead letter.
+func deadLetter(t *testing.T, q *store) queue.DeadLetter {
 	t.Helper()
-	if err := db.Write(context.Background(), func(tx *sql.Tx) error {
-		_, err := tx.Exec(query)
-		return err
-	}); err != nil {
+	all, err := q.DeadLetters(context.Background(), true, 0)
+	if err != nil {
 		t.Fatal(err)
 	}
+	if len(all) != 1 {
+		t.Fatalf("%d dead letters, want 1", len(all))
+	}
+	return all[0]
 }
 
 // waitFor polls cond until it holds or 10 s pass.
@@ -71,20 +72,16 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // An alert whose outcome the store refuses (a full disk) is not sent again
 // and again: the alerter writes the outcome again until it goes in.
 func TestAlerter_UnrecordedOutcomeIsNotResent(t *testing.T) {
-	db, q, _ := deadWithAlert(t)
-	exec(t, db, `CREATE TRIGGER refuse BEFORE UPDATE ON dead_letters BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`)
+	q := deadWithAlert(t)
+	exec(t, q, `CREATE TRIGGER refuse BEFORE UPDATE ON dead_letters BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`)
 	n := &notifier{}
 	a := queue.NewAlerter(q, n, zerolog.Nop(), nil)
 	a.Start(context.Background())
 	defer a.Stop()
 	waitFor(t, "the alert is sent", func() bool { return n.sent.Load() > 0 })
 	time.Sleep(300 * time.Millisecond) // the store still refuses
-	exec(t, db, `DROP TRIGGER refuse`)
-	waitFor(t, "the outcome is recorded", func() bool {
-		var alerted sql.NullInt64
-		err := db.Reader().QueryRow(`SELECT alerted_at FROM dead_letters`).Scan(&alerted)
-		return err == nil && alerted.Valid
-	})
+	exec(t, q, `DROP TRIGGER refuse`)
+	waitFor(t, "the outcome is recorded", func() bool { return !deadLetter(t, q).AlertedAt.IsZero() })
 	a.Stop()
 	if got := n.sent.Load(); got != 1 {
 		t.Errorf("the alert was sent %d times while its outcome could not be written, want once", got)
@@ -94,29 +91,21 @@ func TestAlerter_UnrecordedOutcomeIsNotResent(t *testing.T) {
 // A dead letter revived (the sender sent the event again) while its alert
 // was on its way does not get the alert back when that send fails.
 func TestAlerter_RevivedDuringSendIsNotAlertedAgain(t *testing.T) {
-	db, q, events := deadWithAlert(t)
-	events.OnDuplicate = func(tx *sql.Tx, id int64, now time.Time) (int64, error) {
-		return q.ReviveTx(context.Background(), tx, id, now)
-	}
+	q := deadWithAlert(t)
 	n := &notifier{block: make(chan error)}
 	a := queue.NewAlerter(q, n, zerolog.Nop(), nil)
 	a.Backoff.Base = time.Millisecond
 	a.Start(context.Background())
 	defer a.Stop()
 	waitFor(t, "the alert is on its way", func() bool { return n.sent.Load() > 0 })
-	res, err := events.Ingest(context.Background(), &dedupe.Event{Source: "shop", EventID: "evt_dead", Type: "order.created", ReceivedAt: time.Now(), Body: []byte(`{}`)})
+	res, err := q.IngestEvent(context.Background(), &dedupe.Event{Source: "shop", EventID: "evt_dead", Type: "order.created", ReceivedAt: time.Now(), Body: []byte(`{}`)}, q.targets)
 	if err != nil || res.Revived != 1 {
 		t.Fatalf("redelivery: revived %d, %v; want the dead delivery revived", res.Revived, err)
 	}
 	n.block <- errors.New("alert endpoint down")
-	var due sql.NullInt64
-	waitFor(t, "the failed send is recorded", func() bool {
-		var tries int
-		err := db.Reader().QueryRow(`SELECT alert_attempts, alert_due_at FROM dead_letters`).Scan(&tries, &due)
-		return err == nil && tries == 1
-	})
-	if due.Valid {
-		t.Errorf("the revived dead letter's alert is due again at %d, want no alert", due.Int64)
+	waitFor(t, "the failed send is recorded", func() bool { return deadLetter(t, q).AlertTries == 1 })
+	if due := deadLetter(t, q).AlertDueAt; !due.IsZero() {
+		t.Errorf("the revived dead letter's alert is due again at %v, want no alert", due)
 	}
 	close(n.block) // a further send (there should be none) returns at once
 	a.Stop()
@@ -128,7 +117,7 @@ func TestAlerter_RevivedDuringSendIsNotAlertedAgain(t *testing.T) {
 // The alerter puts no time limit of its own on a send: the [alert] timeout
 // (which the notifier applies) may be longer than any default would be.
 func TestAlerter_SendHasNoDeadlineOfItsOwn(t *testing.T) {
-	_, q, _ := deadWithAlert(t)
+	q := deadWithAlert(t)
 	deadline := make(chan bool, 1)
 	n := notifierFunc(func(ctx context.Context, _ queue.Alert) error {
 		_, has := ctx.Deadline()

@@ -2,7 +2,6 @@ package queue_test
 
 import (
 	"context"
-	"database/sql"
 	"strconv"
 	"sync"
 	"testing"
@@ -13,51 +12,6 @@ import (
 	"hookbox/dedupe"
 	"hookbox/queue"
 )
-
-// BenchmarkClaimComplete claims a batch of 64 due deliveries and completes
-// each as done, on a real database (synchronous=full). The completions are
-// sent one after another (one worker) or all at once (64 workers, which the
-// group-commit writer can batch).
-func BenchmarkClaimComplete(b *testing.B) {
-	const batch = 64
-	for _, mode := range []string{"serial", "parallel"} {
-		b.Run("complete="+mode, func(b *testing.B) {
-			q := queuedStore(b, b.N*batch)
-			ctx := context.Background()
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				now := time.Now()
-				jobs, err := q.Claim(ctx, batch, time.Minute, now)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if len(jobs) != batch {
-					b.Fatalf("claimed %d, want %d", len(jobs), batch)
-				}
-				complete := func(j *queue.Job) {
-					f := queue.Finish{Attempt: queue.Attempt{Number: j.Attempt, StartedAt: now, Duration: time.Millisecond, Outcome: "ok", HTTPStatus: 200}}
-					if err := q.Complete(ctx, j, f, now); err != nil {
-						b.Error(err)
-					}
-				}
-				if mode == "serial" {
-					for _, j := range jobs {
-						complete(j)
-					}
-					continue
-				}
-				var wg sync.WaitGroup
-				for _, j := range jobs {
-					wg.Go(func() { complete(j) })
-				}
-				wg.Wait()
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/delivery")
-		})
-	}
-}
 
 // BenchmarkPool_Drain drains b.N queued deliveries through a pool of 16
 // workers whose target succeeds at once: the pool's own cost a delivery
@@ -99,24 +53,20 @@ func BenchmarkPool_Drain(b *testing.B) {
 }
 
 // queuedStore opens a store in a temp dir holding n events of 1 KiB, each
-// with one pending delivery to "sink", and returns its queue.
-func queuedStore(b *testing.B, n int) *queue.Queue {
+// with one pending delivery to "sink".
+func queuedStore(b *testing.B, n int) *store {
 	b.Helper()
-	db, q, events := mustOpenDB(b, "sink")
+	q := MustOpen(b, "sink")
 	ctx := context.Background()
 	body := make([]byte, 1024)
 	past := time.Now().Add(-time.Minute)
 	for done := 0; done < n; done += 5000 {
-		err := db.Write(ctx, func(tx *sql.Tx) error {
-			for i := done; i < min(done+5000, n); i++ {
-				if _, err := events.IngestTx(ctx, tx, &dedupe.Event{Source: "github", EventID: strconv.Itoa(i),
-					ReceivedAt: past, ContentType: "application/json", Body: body}); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
+		var evs []*dedupe.Event
+		for i := done; i < min(done+5000, n); i++ {
+			evs = append(evs, &dedupe.Event{Source: "github", EventID: strconv.Itoa(i),
+				ReceivedAt: past, ContentType: "application/json", Body: body})
+		}
+		if _, err := q.IngestEvents(ctx, evs, q.targets); err != nil {
 			b.Fatal(err)
 		}
 	}

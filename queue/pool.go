@@ -93,7 +93,7 @@ type PoolConfig struct {
 
 // Pool claims due deliveries and runs them on a fixed number of workers.
 type Pool struct {
-	q       *Queue
+	s       Store
 	cfg     PoolConfig
 	targets map[string]Target
 	log     zerolog.Logger
@@ -123,8 +123,8 @@ type Pool struct {
 // job runs, so the queue stays short.
 func (p *Pool) prefetch() int { return max(2*p.cfg.Workers, 64) }
 
-// NewPool returns a pool over q. Call Start, then Stop.
-func NewPool(q *Queue, cfg PoolConfig) *Pool {
+// NewPool returns a pool over the deliveries of s. Call Start, then Stop.
+func NewPool(s Store, cfg PoolConfig) *Pool {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 1
 	}
@@ -132,7 +132,7 @@ func NewPool(q *Queue, cfg PoolConfig) *Pool {
 		cfg.Now = time.Now
 	}
 	p := &Pool{
-		q:        q,
+		s:        s,
 		cfg:      cfg,
 		targets:  make(map[string]Target, len(cfg.Targets)),
 		log:      cfg.Logger,
@@ -158,7 +158,7 @@ func (p *Pool) Notify() {
 // Start recovers deliveries left running by a previous process and starts
 // the dispatcher and workers.
 func (p *Pool) Start(ctx context.Context) error {
-	if n, err := p.q.Recover(ctx, p.cfg.Now()); err != nil {
+	if n, err := p.s.Recover(ctx, p.cfg.Now()); err != nil {
 		return err
 	} else if n > 0 {
 		p.log.Warn().Int64("deliveries", n).Msg("retrying deliveries interrupted by the previous stop")
@@ -237,7 +237,7 @@ func (p *Pool) dispatcher(ctx context.Context) {
 				return
 			}
 		}
-		jobs, err := p.q.ClaimExcept(ctx, free, p.cfg.Lease, p.cfg.Now(), p.running())
+		jobs, err := p.s.Claim(ctx, free, p.cfg.Lease, p.cfg.Now(), p.running())
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -292,7 +292,7 @@ func (p *Pool) finished(id int64) {
 func (p *Pool) waitForWork(ctx context.Context) bool {
 	for {
 		wait, due := time.Second, false
-		at, ok, err := p.q.NextDue(ctx, p.running())
+		at, ok, err := p.s.NextDue(ctx, p.running())
 		if err == nil && ok {
 			if d := at.Sub(p.cfg.Now()); d < wait {
 				wait, due = max(d, time.Millisecond), true
@@ -343,7 +343,7 @@ func (p *Pool) unclaim(jobs []*Job) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := p.q.Unclaim(ctx, jobs, p.cfg.Now()); err != nil {
+	if err := p.s.Unclaim(ctx, jobs, p.cfg.Now()); err != nil {
 		p.log.Error().Err(err).Int("deliveries", len(jobs)).Msg("could not return unstarted jobs to the queue; they run again once their lease passes (at the latest after the next start)")
 	}
 	for _, j := range jobs {
@@ -401,7 +401,7 @@ func (p *Pool) run(j *Job) {
 	// group commit while this worker goes on; the delivery stays in
 	// p.inflight (never claimed again here) until it is durable.
 	p.pending.Add(1)
-	err := p.q.CompleteAsync(context.WithoutCancel(p.runCtx), j, f, now, func(err error) {
+	err := p.s.CompleteAsync(context.WithoutCancel(p.runCtx), j, f, now, func(err error) {
 		defer p.pending.Done()
 		p.recorded(j, f, out, err)
 	})
@@ -470,7 +470,7 @@ func (p *Pool) recordAgain(j *Job, f Finish, out Outcome) {
 	wait := Backoff{Base: recordRetryMin, Max: recordRetryMax}
 	for tries := 1; ; tries++ {
 		stopping := !sleep(p.runCtx, wait.Delay(tries))
-		err := p.q.Complete(context.WithoutCancel(p.runCtx), j, f, done)
+		err := p.s.Complete(context.WithoutCancel(p.runCtx), j, f, done)
 		if err == nil || errors.Is(err, ErrStale) {
 			if err == nil {
 				jobLog(p.log.Info(), j).Int("tries", tries+1).Msg("the attempt's result is recorded")
@@ -517,7 +517,7 @@ func (p *Pool) renewer(ctx context.Context) {
 			continue
 		}
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		_, err := p.q.Renew(wctx, jobs, p.cfg.Lease, p.cfg.Now())
+		_, err := p.s.Renew(wctx, jobs, p.cfg.Lease, p.cfg.Now())
 		cancel()
 		if err != nil {
 			p.log.Error().Err(err).Msg("renewing leases failed; retrying every third of the lease: if it keeps failing, the leases run out and a delivery may run again while its attempt still runs")

@@ -96,14 +96,25 @@ type Detail struct {
 	Body []byte `json:"-"`
 }
 
+// Store is what LoadDetail reads: a store engine.
+type Store interface {
+	// GetEvent returns the event numbered id, with headers and body, or
+	// an error wrapping dedupe.ErrNotFound.
+	GetEvent(ctx context.Context, id int64) (dedupe.Stored, error)
+	// Deliveries returns the deliveries of events, by event.
+	Deliveries(ctx context.Context, events []int64) (map[int64][]queue.Delivery, error)
+	// Attempts returns the attempts of a delivery, oldest first.
+	Attempts(ctx context.Context, delivery int64) ([]queue.Attempt, error)
+}
+
 // LoadDetail reads event id with its deliveries and every attempt. The
-// error wraps dedupe's not-found error for an unknown id.
-func LoadDetail(ctx context.Context, events *dedupe.Store, q *queue.Queue, id int64) (Detail, error) {
-	e, err := events.Get(ctx, id)
+// error wraps dedupe.ErrNotFound for an unknown id.
+func LoadDetail(ctx context.Context, s Store, id int64) (Detail, error) {
+	e, err := s.GetEvent(ctx, id)
 	if err != nil {
 		return Detail{}, err
 	}
-	dmap, err := q.Deliveries(ctx, []int64{id})
+	dmap, err := s.Deliveries(ctx, []int64{id})
 	if err != nil {
 		return Detail{}, err
 	}
@@ -112,7 +123,7 @@ func LoadDetail(ctx context.Context, events *dedupe.Store, q *queue.Queue, id in
 		LastSeenAt: Time(e.LastSeenAt), ContentType: e.ContentType, Headers: e.Headers, Body: e.Body,
 	}
 	for i, dl := range dmap[id] {
-		attempts, err := q.Attempts(ctx, dl.ID)
+		attempts, err := s.Attempts(ctx, dl.ID)
 		if err != nil {
 			return Detail{}, err
 		}

@@ -16,7 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"hookbox/config"
-	"hookbox/store"
+	"hookbox/sqlite"
 )
 
 // Env is what a command takes from the process; tests give their own.
@@ -160,7 +160,7 @@ func (e Env) LoadConfig(path string, secrets bool) (cfg config.Config, local boo
 
 // OpenStore opens the existing store of the config at path (see
 // LoadConfig) for a read command, and returns the config too.
-func (e Env) OpenStore(path string) (config.Config, *store.DB, error) {
+func (e Env) OpenStore(path string) (config.Config, *sqlite.DB, error) {
 	cfg, _, err := e.LoadConfig(path, false)
 	if err != nil {
 		return cfg, nil, err
@@ -170,6 +170,6 @@ func (e Env) OpenStore(path string) (config.Config, *store.DB, error) {
 	}
 	// Never migrated from here: a serve of an older build may be running
 	// on it, and its statements need the schema it knows.
-	db, err := store.Open(cfg.Store.Path, store.Options{Synchronous: cfg.Store.Synchronous, NoMigrate: true, Logger: zerolog.Nop()})
+	db, err := sqlite.Open(cfg.Store.Path, sqlite.Options{Synchronous: cfg.Store.Synchronous, NoMigrate: true, Logger: zerolog.Nop()})
 	return cfg, db, err
 }

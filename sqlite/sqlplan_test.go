@@ -1,6 +1,7 @@
-// Package sqlplan reads how SQLite compiled a statement, for tests that keep
-// the hot statements free of costly plans.
-package sqlplan
+package sqlite
+
+// How SQLite compiled a statement, for the tests that keep the hot
+// statements free of costly plans.
 
 import (
 	"database/sql"
@@ -8,11 +9,11 @@ import (
 	"strings"
 )
 
-// TemporaryTables counts the temporary b-trees (OpenEphemeral) that query
+// temporaryTables counts the temporary b-trees (OpenEphemeral) that query
 // opens each time it runs. An IN list of three or more values in a CHECK
 // constraint or a partial index condition, and a RETURNING clause, each
 // build one per execution. Parameters are bound to NULL; nothing is run.
-func TemporaryTables(db *sql.DB, query string) (int, error) {
+func temporaryTables(db *sql.DB, query string) (int, error) {
 	rows, err := db.Query(`EXPLAIN `+query, make([]any, strings.Count(query, "?"))...)
 	if err != nil {
 		return 0, fmt.Errorf("explain: %w", err)
@@ -39,10 +40,10 @@ func TemporaryTables(db *sql.DB, query string) (int, error) {
 	return n, rows.Err()
 }
 
-// Plan returns the detail lines of EXPLAIN QUERY PLAN for query (how each
+// queryPlan returns the detail lines of EXPLAIN QUERY PLAN for query (how each
 // table is searched: "SEARCH events USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)").
 // Parameters are bound to NULL; nothing is run.
-func Plan(db *sql.DB, query string) ([]string, error) {
+func queryPlan(db *sql.DB, query string) ([]string, error) {
 	rows, err := db.Query(`EXPLAIN QUERY PLAN `+query, make([]any, strings.Count(query, "?"))...)
 	if err != nil {
 		return nil, fmt.Errorf("explain query plan: %w", err)

@@ -1,4 +1,4 @@
-package queue
+package sqlite
 
 import (
 	"context"
@@ -10,10 +10,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	_ "modernc.org/sqlite"
 
-	"hookbox/internal/sqlplan"
-	"hookbox/store"
+	"hookbox/queue"
 )
 
 // hotStatements run once per delivery or event.
@@ -27,13 +25,13 @@ var hotStatements = map[string]string{
 // index condition makes SQLite build and free one on every row written,
 // which cost a fifth of the writer's time per delivery.
 func TestHotStatementsBuildNoTemporaryTable(t *testing.T) {
-	db, err := store.Open(filepath.Join(t.TempDir(), "hookbox.db"), store.Options{Logger: zerolog.Nop()})
+	db, err := Open(filepath.Join(t.TempDir(), "hookbox.db"), Options{Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
 	for name, query := range hotStatements {
-		n, err := sqlplan.TemporaryTables(db.Reader(), query)
+		n, err := temporaryTables(db.reader, query)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -69,18 +67,18 @@ func TestStoreFromInListSchemaUpgrades(t *testing.T) {
 		}
 	}
 	// The old schema does build them: the check below can see one.
-	if n, err := sqlplan.TemporaryTables(raw, doneSQL); err != nil || n == 0 {
+	if n, err := temporaryTables(raw, doneSQL); err != nil || n == 0 {
 		t.Fatalf("the completion on the old schema: %d temporary b-tree(s) (%v), want some", n, err)
 	}
 	raw.Close()
 
-	db, err := store.Open(path, store.Options{Logger: zerolog.Nop()})
+	db, err := Open(path, Options{Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
 	var index string
-	if err := db.Reader().QueryRow(`SELECT sql FROM sqlite_schema WHERE name = 'deliveries_due'`).Scan(&index); err != nil {
+	if err := db.reader.QueryRow(`SELECT sql FROM sqlite_schema WHERE name = 'deliveries_due'`).Scan(&index); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(index, " IN (") {
@@ -89,11 +87,11 @@ func TestStoreFromInListSchemaUpgrades(t *testing.T) {
 	// Its CHECK constraints were rewritten too: no hot statement builds a
 	// temporary b-tree on the upgraded store, and the checks still hold.
 	for name, query := range hotStatements {
-		if n, err := sqlplan.TemporaryTables(db.Reader(), query); err != nil || n > 0 {
+		if n, err := temporaryTables(db.reader, query); err != nil || n > 0 {
 			t.Errorf("%s on the upgraded store: %d temporary b-tree(s) (%v)", name, n, err)
 		}
 	}
-	err = db.Write(context.Background(), func(tx *sql.Tx) error {
+	err = db.w.write(context.Background(), func(tx *sql.Tx) error {
 		_, err := tx.Exec(`INSERT INTO deliveries (event, target, status, run_at, created_at) VALUES (1, 'other', 'bogus', 0, 0)`)
 		return err
 	})
@@ -101,7 +99,7 @@ func TestStoreFromInListSchemaUpgrades(t *testing.T) {
 		t.Errorf("a bogus status on the upgraded store: err=%v, want a CHECK failure", err)
 	}
 	// It ends up with the indexes of a store created now, no more, no less.
-	fresh, err := store.Open(filepath.Join(t.TempDir(), "fresh.db"), store.Options{Logger: zerolog.Nop()})
+	fresh, err := Open(filepath.Join(t.TempDir(), "fresh.db"), Options{Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,29 +108,28 @@ func TestStoreFromInListSchemaUpgrades(t *testing.T) {
 		t.Errorf("indexes of the upgraded store:\n%s\nwant those of a new store:\n%s", got, want)
 	}
 	var ic string
-	if err := db.Reader().QueryRow(`PRAGMA integrity_check`).Scan(&ic); err != nil || ic != "ok" {
+	if err := db.reader.QueryRow(`PRAGMA integrity_check`).Scan(&ic); err != nil || ic != "ok" {
 		t.Errorf("integrity_check = %q (%v), want ok", ic, err)
 	}
-	q := New(db)
-	jobs, err := q.Claim(context.Background(), 10, time.Minute, now)
+	jobs, err := db.Claim(context.Background(), 10, time.Minute, now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(jobs) != 1 || jobs[0].EventID != "e1" || string(jobs[0].Body) != "{}" {
 		t.Fatalf("claimed %+v, want the one queued delivery of e1", jobs)
 	}
-	if err := q.Complete(context.Background(), jobs[0], Finish{Attempt: Attempt{Number: 1, StartedAt: now, Outcome: "ok"}}, now); err != nil {
+	if err := db.Complete(context.Background(), jobs[0], queue.Finish{Attempt: queue.Attempt{Number: 1, StartedAt: now, Outcome: "ok"}}, now); err != nil {
 		t.Fatal(err)
 	}
-	if due, ok, err := q.NextDue(context.Background(), nil); err != nil || ok {
+	if due, ok, err := db.NextDue(context.Background(), nil); err != nil || ok {
 		t.Fatalf("after completion: next due %v %v %v, want none", due, ok, err)
 	}
 }
 
 // indexes lists a store's index definitions, one a line, by name.
-func indexes(t *testing.T, db *store.DB) string {
+func indexes(t *testing.T, db *DB) string {
 	t.Helper()
-	rows, err := db.Reader().Query(`SELECT name || ': ' || coalesce(sql, '(automatic)') FROM sqlite_schema WHERE type = 'index' ORDER BY name`)
+	rows, err := db.reader.Query(`SELECT name || ': ' || coalesce(sql, '(automatic)') FROM sqlite_schema WHERE type = 'index' ORDER BY name`)
 	if err != nil {
 		t.Fatal(err)
 	}

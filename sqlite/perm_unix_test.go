@@ -1,6 +1,6 @@
 //go:build unix
 
-package store_test
+package sqlite
 
 import (
 	"context"
@@ -11,8 +11,6 @@ import (
 	"testing"
 
 	"github.com/rs/zerolog"
-
-	"hookbox/store"
 )
 
 // A store hookbox creates is readable by its owner only, WAL and shared
@@ -21,7 +19,7 @@ func TestOpen_NewStoreIsOwnerOnly(t *testing.T) {
 	old := syscall.Umask(0o022)
 	defer syscall.Umask(old)
 	path := filepath.Join(t.TempDir(), "hookbox.db")
-	db, err := store.Open(path, store.Options{Logger: zerolog.Nop()})
+	db, err := Open(path, Options{Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,9 +29,9 @@ func TestOpen_NewStoreIsOwnerOnly(t *testing.T) {
 
 // writeAndCheckOwnerOnly writes to db (so that the WAL exists) and checks
 // that no file of files grants group or others any access.
-func writeAndCheckOwnerOnly(t *testing.T, db *store.DB, files ...string) {
+func writeAndCheckOwnerOnly(t *testing.T, db *DB, files ...string) {
 	t.Helper()
-	if err := db.Write(context.Background(), func(tx *sql.Tx) error {
+	if err := db.w.write(context.Background(), func(tx *sql.Tx) error {
 		_, err := tx.Exec(`INSERT INTO events (source, event_id, received_at, body, body_size) VALUES ('s', 'e1', 0, x'00', 1)`)
 		return err
 	}); err != nil {
@@ -61,7 +59,7 @@ func TestOpen_NewStoreThroughALinkIsOwnerOnly(t *testing.T) {
 	if err := os.Symlink("real.db", link); err != nil {
 		t.Fatal(err)
 	}
-	db, err := store.Open(link, store.Options{Logger: zerolog.Nop()})
+	db, err := Open(link, Options{Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +89,7 @@ func TestRealPath_SameBeforeAndAfterCreation(t *testing.T) {
 	}
 	path := filepath.Join(base, "srv", "hookbox.db") // srv → data/hb; hookbox.db → ../shared/hookbox.db
 	want := filepath.Join(base, "data", "shared", "hookbox.db")
-	before, err := store.RealPath(path)
+	before, err := RealPath(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +98,7 @@ func TestRealPath_SameBeforeAndAfterCreation(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	after, err := store.RealPath(path)
+	after, err := RealPath(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +113,7 @@ func TestOpen_MemoryMakesNoFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := store.Open(":memory:", store.Options{Logger: zerolog.Nop()})
+	db, err := Open(":memory:", Options{Logger: zerolog.Nop()})
 	if err == nil {
 		db.Close()
 	}

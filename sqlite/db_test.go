@@ -1,4 +1,4 @@
-package store_test
+package sqlite
 
 import (
 	"context"
@@ -12,15 +12,13 @@ import (
 	"testing"
 
 	"github.com/rs/zerolog"
-
-	"hookbox/store"
 )
 
 // MustOpen opens a store in a temp dir and closes it when the test ends.
-func MustOpen(tb testing.TB, o store.Options) *store.DB {
+func MustOpen(tb testing.TB, o Options) *DB {
 	tb.Helper()
 	o.Logger = zerolog.Nop()
-	db, err := store.Open(filepath.Join(tb.TempDir(), "hookbox.db"), o)
+	db, err := Open(filepath.Join(tb.TempDir(), "hookbox.db"), o)
 	if err != nil {
 		tb.Fatalf("open: %v", err)
 	}
@@ -29,10 +27,10 @@ func MustOpen(tb testing.TB, o store.Options) *store.DB {
 }
 
 // pragma reads a pragma on the writer connection.
-func pragma(tb testing.TB, db *store.DB, name string) string {
+func pragma(tb testing.TB, db *DB, name string) string {
 	tb.Helper()
 	var v string
-	err := db.Write(context.Background(), func(tx *sql.Tx) error {
+	err := db.w.write(context.Background(), func(tx *sql.Tx) error {
 		return tx.QueryRow(`PRAGMA ` + name).Scan(&v)
 	})
 	if err != nil {
@@ -51,7 +49,7 @@ func TestOpen_Gates(t *testing.T) {
 		{"normal", "1"},
 	} {
 		t.Run("Synchronous "+c.synchronous, func(t *testing.T) {
-			db := MustOpen(t, store.Options{Synchronous: c.synchronous})
+			db := MustOpen(t, Options{Synchronous: c.synchronous})
 			if got := pragma(t, db, "synchronous"); got != c.want {
 				t.Fatalf("synchronous=%s, want %s", got, c.want)
 			}
@@ -65,10 +63,10 @@ func TestOpen_Gates(t *testing.T) {
 				t.Fatalf("foreign_keys=%s, want 1", got)
 			}
 			var mode string
-			if err := db.Reader().QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
+			if err := db.reader.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
 				t.Fatalf("reader journal_mode=%q err=%v, want wal", mode, err)
 			}
-			if _, err := db.Reader().Exec(`CREATE TABLE nope (x INTEGER)`); err == nil {
+			if _, err := db.reader.Exec(`CREATE TABLE nope (x INTEGER)`); err == nil {
 				t.Fatalf("the read pool accepted a write")
 			}
 		})
@@ -78,7 +76,7 @@ func TestOpen_Gates(t *testing.T) {
 		if err := os.WriteFile(path, []byte(strings.Repeat("not sqlite\n", 1000)), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		db, err := store.Open(path, store.Options{Logger: zerolog.Nop()})
+		db, err := Open(path, Options{Logger: zerolog.Nop()})
 		if err == nil {
 			db.Close()
 			t.Fatal("open of a text file succeeded, want an error")
@@ -90,7 +88,7 @@ func TestOpen_Gates(t *testing.T) {
 		}
 	})
 	t.Run("Invalid synchronous", func(t *testing.T) {
-		db, err := store.Open(filepath.Join(t.TempDir(), "hookbox.db"), store.Options{Synchronous: "sometimes", Logger: zerolog.Nop()})
+		db, err := Open(filepath.Join(t.TempDir(), "hookbox.db"), Options{Synchronous: "sometimes", Logger: zerolog.Nop()})
 		if err == nil {
 			db.Close()
 			t.Fatal("open with synchronous=sometimes succeeded, want an error")
@@ -104,11 +102,11 @@ func TestOpen_Gates(t *testing.T) {
 func TestOpen_MigrationsIdempotent(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "hookbox.db")
 	ctx := context.Background()
-	db, err := store.Open(path, store.Options{Logger: zerolog.Nop()})
+	db, err := Open(path, Options{Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = db.Write(ctx, func(tx *sql.Tx) error {
+	err = db.w.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.Exec(`INSERT INTO events (source, event_id, received_at, body, body_size) VALUES ('s', 'e1', 0, x'00', 1)`)
 		return err
 	})
@@ -116,7 +114,7 @@ func TestOpen_MigrationsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	var applied int
-	if err := db.Reader().QueryRow(`SELECT COUNT(*) FROM migrations`).Scan(&applied); err != nil || applied == 0 {
+	if err := db.reader.QueryRow(`SELECT COUNT(*) FROM migrations`).Scan(&applied); err != nil || applied == 0 {
 		t.Fatalf("migrations recorded=%d err=%v, want at least 1", applied, err)
 	}
 	if err := db.Close(); err != nil {
@@ -124,15 +122,15 @@ func TestOpen_MigrationsIdempotent(t *testing.T) {
 	}
 
 	for range 2 {
-		db, err = store.Open(path, store.Options{Logger: zerolog.Nop()})
+		db, err = Open(path, Options{Logger: zerolog.Nop()})
 		if err != nil {
 			t.Fatalf("reopen: %v", err)
 		}
 		var n, again int
-		if err := db.Reader().QueryRow(`SELECT COUNT(*) FROM events`).Scan(&n); err != nil || n != 1 {
+		if err := db.reader.QueryRow(`SELECT COUNT(*) FROM events`).Scan(&n); err != nil || n != 1 {
 			t.Fatalf("events after reopen=%d err=%v, want 1", n, err)
 		}
-		if err := db.Reader().QueryRow(`SELECT COUNT(*) FROM migrations`).Scan(&again); err != nil || again != applied {
+		if err := db.reader.QueryRow(`SELECT COUNT(*) FROM migrations`).Scan(&again); err != nil || again != applied {
 			t.Fatalf("migrations recorded=%d err=%v, want %d", again, err, applied)
 		}
 		if err := db.Close(); err != nil {
@@ -142,7 +140,7 @@ func TestOpen_MigrationsIdempotent(t *testing.T) {
 }
 
 func TestWrite_GroupCommit(t *testing.T) {
-	db := MustOpen(t, store.Options{})
+	db := MustOpen(t, Options{})
 	ctx := context.Background()
 	const n = 200
 	var wg sync.WaitGroup
@@ -151,7 +149,7 @@ func TestWrite_GroupCommit(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- db.Write(ctx, func(tx *sql.Tx) error {
+			errs <- db.w.write(ctx, func(tx *sql.Tx) error {
 				_, err := tx.Exec(`INSERT INTO events (source, event_id, received_at, body, body_size) VALUES ('s', ?, 0, x'', 0)`, fmt.Sprint(i))
 				return err
 			})
@@ -165,7 +163,7 @@ func TestWrite_GroupCommit(t *testing.T) {
 		}
 	}
 	var rows int
-	if err := db.Reader().QueryRow(`SELECT COUNT(*) FROM events`).Scan(&rows); err != nil || rows != n {
+	if err := db.reader.QueryRow(`SELECT COUNT(*) FROM events`).Scan(&rows); err != nil || rows != n {
 		t.Fatalf("rows=%d err=%v, want %d", rows, err, n)
 	}
 	st := db.Stats()
@@ -179,7 +177,7 @@ func TestWrite_GroupCommit(t *testing.T) {
 
 // batchRound submits writes concurrently and reports, for each, its error
 // and the commit count it saw while running (equal for writes of one batch).
-func batchRound(db *store.DB, fns []func(*sql.Tx) error) (errs []error, batch []int64) {
+func batchRound(db *DB, fns []func(*sql.Tx) error) (errs []error, batch []int64) {
 	errs = make([]error, len(fns))
 	batch = make([]int64, len(fns))
 	var wg sync.WaitGroup
@@ -189,7 +187,7 @@ func batchRound(db *store.DB, fns []func(*sql.Tx) error) (errs []error, batch []
 		go func() {
 			defer wg.Done()
 			<-start
-			errs[i] = db.Write(context.Background(), func(tx *sql.Tx) error {
+			errs[i] = db.w.write(context.Background(), func(tx *sql.Tx) error {
 				st := db.Stats() // batches so far, committed or not: this one's number
 				batch[i] = st.Commits + st.FailedCommit
 				return fn(tx)
@@ -202,7 +200,7 @@ func batchRound(db *store.DB, fns []func(*sql.Tx) error) (errs []error, batch []
 }
 
 func TestWrite_FailureIsolatedInBatch(t *testing.T) {
-	db := MustOpen(t, store.Options{})
+	db := MustOpen(t, Options{})
 	boom := errors.New("boom")
 	for round := 0; ; round++ {
 		if round == 50 {
@@ -227,7 +225,7 @@ func TestWrite_FailureIsolatedInBatch(t *testing.T) {
 		for i, err := range errs {
 			id := fmt.Sprintf("r%d-%d", round, i)
 			var stored int
-			if err := db.Reader().QueryRow(`SELECT COUNT(*) FROM events WHERE event_id = ?`, id).Scan(&stored); err != nil {
+			if err := db.reader.QueryRow(`SELECT COUNT(*) FROM events WHERE event_id = ?`, id).Scan(&stored); err != nil {
 				t.Fatal(err)
 			}
 			m := mixed[batch[i]]
@@ -253,11 +251,11 @@ func TestWrite_FailureIsolatedInBatch(t *testing.T) {
 }
 
 func TestWrite_CommitFailure(t *testing.T) {
-	db := MustOpen(t, store.Options{})
+	db := MustOpen(t, Options{})
 	ctx := context.Background()
 	// A deferred foreign key is checked only at COMMIT: the write's own
 	// statements succeed and the commit fails.
-	err := db.Write(ctx, func(tx *sql.Tx) error {
+	err := db.w.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.Exec(`CREATE TABLE parent (id INTEGER PRIMARY KEY) STRICT;
 			CREATE TABLE child (id INTEGER PRIMARY KEY, parent INTEGER NOT NULL REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED) STRICT`)
 		return err
@@ -273,24 +271,24 @@ func TestWrite_CommitFailure(t *testing.T) {
 	}
 	count := func(table string) int {
 		var n int
-		if err := db.Reader().QueryRow(`SELECT COUNT(*) FROM ` + table).Scan(&n); err != nil {
+		if err := db.reader.QueryRow(`SELECT COUNT(*) FROM ` + table).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
 	}
 
 	t.Run("Alone", func(t *testing.T) {
-		err := db.Write(ctx, orphan(1))
-		var ce *store.CommitError
+		err := db.w.write(ctx, orphan(1))
+		var ce *CommitError
 		if !errors.As(err, &ce) {
-			t.Fatalf("err=%v, want a *store.CommitError", err)
+			t.Fatalf("err=%v, want a *CommitError", err)
 		}
 		if n := count("child"); n != 0 {
 			t.Fatalf("child rows=%d after a failed commit, want 0", n)
 		}
 	})
 	t.Run("Writer recovers", func(t *testing.T) {
-		err := db.Write(ctx, func(tx *sql.Tx) error {
+		err := db.w.write(ctx, func(tx *sql.Tx) error {
 			_, err := tx.Exec(`INSERT INTO parent (id) VALUES (1)`)
 			return err
 		})
@@ -344,8 +342,8 @@ func TestWrite_CommitFailure(t *testing.T) {
 			t.Fatal(err)
 		}
 		ran := false
-		err := db.Write(ctx, func(tx *sql.Tx) error { ran = true; return nil })
-		if !errors.Is(err, store.ErrClosed) || ran {
+		err := db.w.write(ctx, func(tx *sql.Tx) error { ran = true; return nil })
+		if !errors.Is(err, ErrClosed) || ran {
 			t.Fatalf("write after Close: err=%v ran=%v, want ErrClosed and not run", err, ran)
 		}
 	})
@@ -356,8 +354,8 @@ func TestWrite_CommitFailure(t *testing.T) {
 // column, and without an index each deletion scans the child table inside
 // the writer, holding every ack.
 func TestSchema_ForeignKeysAreIndexed(t *testing.T) {
-	db := MustOpen(t, store.Options{})
-	r := db.Reader()
+	db := MustOpen(t, Options{})
+	r := db.reader
 	rows, err := r.Query(`SELECT m.name, f."from" FROM sqlite_schema m, pragma_foreign_key_list(m.name) f WHERE m.type = 'table'`)
 	if err != nil {
 		t.Fatal(err)
@@ -395,12 +393,12 @@ func TestSchema_ForeignKeysAreIndexed(t *testing.T) {
 // may be running on it, and its statements need the schema it knows.
 func TestOpen_NoMigrateLeavesAnOlderStore(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "hookbox.db")
-	db, err := store.Open(path, store.Options{Logger: zerolog.Nop()})
+	db, err := Open(path, Options{Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// As an older build left it: without the last migration.
-	if err := db.Write(context.Background(), func(tx *sql.Tx) error {
+	if err := db.w.write(context.Background(), func(tx *sql.Tx) error {
 		if _, err := tx.Exec(`DROP INDEX dead_letters_event`); err != nil {
 			return err
 		}
@@ -413,17 +411,17 @@ func TestOpen_NoMigrateLeavesAnOlderStore(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	_, err = store.Open(path, store.Options{NoMigrate: true, Logger: zerolog.Nop()})
-	if !errors.Is(err, store.ErrSchemaBehind) || !strings.Contains(err.Error(), "0005_dead_letters_event_index.sql") {
+	_, err = Open(path, Options{NoMigrate: true, Logger: zerolog.Nop()})
+	if !errors.Is(err, ErrSchemaBehind) || !strings.Contains(err.Error(), "0005_dead_letters_event_index.sql") {
 		t.Fatalf("NoMigrate open of an older store: %v, want ErrSchemaBehind naming the missing migration", err)
 	}
-	db, err = store.Open(path, store.Options{Logger: zerolog.Nop()})
+	db, err = Open(path, Options{Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatalf("open (migrating): %v", err)
 	}
 	defer db.Close()
 	var n int
-	if err := db.Reader().QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name = 'dead_letters_event'`).Scan(&n); err != nil || n != 1 {
+	if err := db.reader.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name = 'dead_letters_event'`).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("after a migrating open: index present %d (err %v), want 1", n, err)
 	}
 }

@@ -1,4 +1,4 @@
-package store_test
+package sqlite
 
 import (
 	"bytes"
@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-
-	"hookbox/store"
 )
 
 // walSize is the size of the store's -wal file (0 if there is none).
@@ -36,13 +34,13 @@ func walSize(tb testing.TB, path string) int64 {
 func TestWAL_BoundedAfterLongReader(t *testing.T) {
 	const limit = 1 << 20
 	path := filepath.Join(t.TempDir(), "hookbox.db")
-	db, err := store.Open(path, store.Options{JournalSizeLimit: limit, Synchronous: "normal", Logger: zerolog.Nop()})
+	db, err := Open(path, Options{JournalSizeLimit: limit, Synchronous: "normal", Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
 	ctx := context.Background()
-	if err := db.Write(ctx, func(tx *sql.Tx) error {
+	if err := db.w.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.Exec(`CREATE TABLE blobs (id INTEGER PRIMARY KEY, b BLOB NOT NULL) STRICT`)
 		return err
 	}); err != nil {
@@ -54,7 +52,7 @@ func TestWAL_BoundedAfterLongReader(t *testing.T) {
 	next := 0
 	write := func(n int) {
 		t.Helper()
-		err := db.Write(ctx, func(tx *sql.Tx) error {
+		err := db.w.write(ctx, func(tx *sql.Tx) error {
 			for range n {
 				next++
 				if _, err := tx.Exec(`INSERT INTO blobs (id, b) VALUES (?, ?)`, next, blob); err != nil {
@@ -126,7 +124,7 @@ func TestOpen_GatesRefuse(t *testing.T) {
 	t.Run("No WAL", func(t *testing.T) {
 		// An in-memory database cannot be in WAL mode: journal_mode stays
 		// "memory", as it stays "delete" on a file system without WAL support.
-		db, err := store.Open(":memory:", store.Options{Logger: zerolog.Nop()})
+		db, err := Open(":memory:", Options{Logger: zerolog.Nop()})
 		if err == nil {
 			db.Close()
 			t.Fatal("open without WAL succeeded, want an error")
@@ -136,7 +134,7 @@ func TestOpen_GatesRefuse(t *testing.T) {
 		}
 	})
 	t.Run("Busy timeout rounds to 0", func(t *testing.T) {
-		db, err := store.Open(filepath.Join(t.TempDir(), "hookbox.db"), store.Options{BusyTimeout: time.Microsecond, Logger: zerolog.Nop()})
+		db, err := Open(filepath.Join(t.TempDir(), "hookbox.db"), Options{BusyTimeout: time.Microsecond, Logger: zerolog.Nop()})
 		if err == nil {
 			db.Close()
 			t.Fatal("open with busy_timeout 0 succeeded, want an error")
@@ -152,7 +150,7 @@ func TestOpen_GatesRefuse(t *testing.T) {
 // write lock, or a busy serve starves them into "database is locked".
 func TestOpen_WhileAnotherProcessWrites(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "hookbox.db")
-	first, err := store.Open(path, store.Options{Logger: zerolog.Nop()})
+	first, err := Open(path, Options{Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,12 +173,12 @@ func TestOpen_WhileAnotherProcessWrites(t *testing.T) {
 	defer conn.ExecContext(context.Background(), `ROLLBACK`)
 
 	start := time.Now()
-	db, err := store.Open(path, store.Options{BusyTimeout: 300 * time.Millisecond, Logger: zerolog.Nop()})
+	db, err := Open(path, Options{BusyTimeout: 300 * time.Millisecond, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatalf("open while another connection holds the write lock: %v, want success (nothing to migrate)", err)
 	}
 	var n int
-	if err := db.Reader().QueryRow(`SELECT COUNT(*) FROM migrations`).Scan(&n); err != nil || n == 0 {
+	if err := db.reader.QueryRow(`SELECT COUNT(*) FROM migrations`).Scan(&n); err != nil || n == 0 {
 		t.Fatalf("migrations rows=%d err=%v, want the applied migrations readable", n, err)
 	}
 	if err := db.Close(); err != nil {
@@ -194,11 +192,11 @@ func TestOpen_WhileAnotherProcessWrites(t *testing.T) {
 // A clean close of the only connection leaves no WAL behind.
 func TestClose_CheckpointsWAL(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "hookbox.db")
-	db, err := store.Open(path, store.Options{Logger: zerolog.Nop()})
+	db, err := Open(path, Options{Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Write(context.Background(), func(tx *sql.Tx) error {
+	if err := db.w.write(context.Background(), func(tx *sql.Tx) error {
 		_, err := tx.Exec(`CREATE TABLE t (b BLOB) STRICT; INSERT INTO t VALUES (zeroblob(100000))`)
 		return err
 	}); err != nil {

@@ -1,4 +1,4 @@
-package dedupe
+package sqlite
 
 import (
 	"context"
@@ -10,14 +10,13 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"hookbox/internal/sqlplan"
-	"hookbox/store"
+	"hookbox/dedupe"
 )
 
 // openPlain opens an empty store in a temp dir, closed at the test's end.
-func openPlain(t *testing.T) *store.DB {
+func openPlain(t *testing.T) *DB {
 	t.Helper()
-	db, err := store.Open(filepath.Join(t.TempDir(), "hookbox.db"), store.Options{Logger: zerolog.Nop()})
+	db, err := Open(filepath.Join(t.TempDir(), "hookbox.db"), Options{Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +28,7 @@ func openPlain(t *testing.T) *store.DB {
 // it must not build a temporary b-tree (as RETURNING does) on every run.
 func TestInsertEventBuildsNoTemporaryTable(t *testing.T) {
 	db := openPlain(t)
-	n, err := sqlplan.TemporaryTables(db.Reader(), insertEvent)
+	n, err := temporaryTables(db.reader, insertEvent)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +43,7 @@ func TestInsertEventBuildsNoTemporaryTable(t *testing.T) {
 // which every batch would pass again.
 func TestSweepExaminesOneWindowAWrite(t *testing.T) {
 	db := openPlain(t)
-	plan, err := sqlplan.Plan(db.Reader(), sweepPayloadsSQL)
+	plan, err := queryPlan(db.reader, sweepPayloadsSQL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,14 +58,13 @@ func TestSweepExaminesOneWindowAWrite(t *testing.T) {
 func TestList_SourceBothWays(t *testing.T) {
 	db := openPlain(t)
 	ctx := context.Background()
-	if err := db.Write(ctx, func(tx *sql.Tx) error {
+	if err := db.w.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.Exec(`WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM c WHERE i < 500)
 			INSERT INTO events (source, event_id, received_at, body_size) SELECT CASE WHEN i % 7 = 0 THEN 'rare' ELSE 'common' END, 'e'||i, i, 0 FROM c`)
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	s := New(db)
 	list := func(source string, few int) []int64 {
 		t.Helper()
 		old := fewEvents
@@ -74,7 +72,7 @@ func TestList_SourceBothWays(t *testing.T) {
 		defer func() { fewEvents = old }()
 		var ids []int64
 		for before := int64(0); ; {
-			page, err := s.List(ctx, Filter{Source: source, Limit: 30, Before: before})
+			page, err := db.ListEvents(ctx, dedupe.Filter{Source: source, Limit: 30, Before: before})
 			if err != nil {
 				t.Fatal(err)
 			}
