@@ -20,64 +20,12 @@ new=${2:?usage: bench/ab.sh OLD NEW [PAIRS] [CONNS] [DURATION]}
 pairs=${3:-3}
 conns=${4:-64}
 duration=${5:-5s}
-threads=${THREADS:-2}
-here=$(cd "$(dirname "$0")" && pwd)
-body=$here/testdata/push-1024.json
-secret=hookbox-bench-secret
-command -v wrk >/dev/null || { echo "ab.sh: wrk is not installed (apt-get install wrk)" >&2; exit 1; }
-sig=$(openssl dgst -sha256 -hmac "$secret" -r "$body" | cut -d' ' -f1)
-dir=$(mktemp -d "${TMPDIR:-/tmp}/hookbox-ab-XXXXXX")
-pid=
-cleanup() {
-	exec 3>&- 2>/dev/null || true
-	[ -n "$pid" ] && wait "$pid" 2>/dev/null || true
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-# serve BINARY KIND NAME: a bench server on a fresh store; sets addr.
-serve() {
-	rm -f "$dir/in" "$dir/out"
-	mkfifo "$dir/in"
-	if [ "$2" = hookbox ]; then
-		mkdir -p "$dir/$3"
-		printf '[server]\nlisten = "127.0.0.1:0"\n[store]\npath = "%s"\n[[source]]\nname = "github"\nverify = "github"\nsecret = "%s"\n' \
-			"$dir/$3/hookbox.db" "$secret" >"$dir/$3/hookbox.toml"
-		"$1" bench-server --kind hookbox --config "$dir/$3/hookbox.toml" <"$dir/in" >"$dir/out" 2>>"$dir/err" &
-	else
-		"$1" bench-server --kind bare <"$dir/in" >"$dir/out" 2>>"$dir/err" &
-	fi
-	pid=$!
-	exec 3>"$dir/in"
-	i=0
-	until grep -q '^listening on http://' "$dir/out" 2>/dev/null; do
-		i=$((i + 1))
-		if [ "$i" -gt 1200 ] || ! kill -0 "$pid" 2>/dev/null; then
-			echo "ab.sh: the $3 server did not start:" >&2; cat "$dir/err" >&2; exit 1
-		fi
-		sleep 0.05
-	done
-	addr=$(sed -n 's#^listening on http://##p' "$dir/out")
-}
-
-# load NAME: wrk against addr; prints "NAME REQ/S P99-MS" and stops the server.
-load() {
-	wrk -t"$threads" -c"$conns" -d"$duration" --latency -s "$here/github.lua" \
-		"http://$addr/hooks/github" -- "$body" "$sig" "ab-$$-$1" >"$dir/wrk.out"
-	exec 3>&-
-	wait "$pid"
-	pid=
-	if grep -E 'Non-2xx|Socket errors' "$dir/wrk.out" >&2; then echo "ab.sh: wrk had errors against $1" >&2; fi
-	awk -v n="$1" '/^Requests\/sec:/ { r = $2 }
-		$1 == "99%" { p = $2; if (p ~ /us$/) p = p / 1000; else if (p ~ /ms$/) p += 0; else if (p ~ /s$/) p *= 1000 }
-		END { printf "%s %.0f %.2f\n", n, r, p }' "$dir/wrk.out"
-}
+name=ab.sh
+. "$(cd "$(dirname "$0")" && pwd)/servers.sh"
 
 e2e() {
 	"$1" bench --mode e2e --rounds 1 --json 2>/dev/null | awk -v n="$2" '/"type":"round"/ && /"server":"backlog"/ {
-		match($0, /"per_s":[0-9.e+]+/); print n, "drain", substr($0, RSTART + 8, RLENGTH - 8) }
-		/"type":"summary"/ && /e2e/ { print n, "summary", $0 }'
+		match($0, /"per_s":[0-9.e+]+/); print n, "drain", substr($0, RSTART + 8, RLENGTH - 8) }'
 }
 
 results=$dir/results
@@ -86,10 +34,10 @@ p=1
 while [ "$p" -le "$pairs" ]; do
 	if [ $((p % 2)) -eq 1 ]; then first=old; second=new; else first=new; second=old; fi
 	{
-		serve "$new" bare "bare$p"; load bare
+		start "$new" bare; wrk_load bare "ab-$$-$p-bare"
 		for b in $first $second; do
 			eval bin=\$$b
-			serve "$bin" hookbox "$b$p"; load "$b"
+			start "$bin" hookbox "$(hookbox_config "$b$p")"; wrk_load "$b" "ab-$$-$p-$b"
 		done
 		if [ "${E2E:-}" = 1 ]; then e2e "$old" old-e2e; e2e "$new" new-e2e; fi
 	} | sed "s/^/$p /" | tee -a "$results" >&2

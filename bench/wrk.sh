@@ -32,86 +32,18 @@ hookbox=${1:?usage: bench/wrk.sh HOOKBOX [PAIRS] [CONNS] [DURATION]}
 pairs=${2:-3}
 conns=${3:-64}
 duration=${4:-5s}
-threads=${THREADS:-2}
 other=${OTHER:-}
-here=$(cd "$(dirname "$0")" && pwd)
-body=$here/testdata/push-1024.json
-secret=hookbox-bench-secret
-
-command -v wrk >/dev/null || { echo "wrk.sh: wrk is not installed (apt-get install wrk)" >&2; exit 1; }
-command -v openssl >/dev/null || { echo "wrk.sh: openssl is not installed" >&2; exit 1; }
-sig=$(openssl dgst -sha256 -hmac "$secret" -r "$body" | cut -d' ' -f1)
-dir=$(mktemp -d "${TMPDIR:-/tmp}/hookbox-wrk-XXXXXX")
-pid=
-cleanup() {
-	exec 3>&- 2>/dev/null || true
-	[ -n "$pid" ] && wait "$pid" 2>/dev/null || true
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-# start KIND [CONFIG] runs a bench server, which stops when its stdin
-# (fd 3 here) closes, and sets addr.
-start() {
-	rm -f "$dir/in" "$dir/out"
-	mkfifo "$dir/in"
-	if [ "$1" = hookbox ]; then
-		"$hookbox" bench-server --kind hookbox --config "$2" <"$dir/in" >"$dir/out" 2>>"$dir/err" &
-	else
-		"$hookbox" bench-server --kind bare <"$dir/in" >"$dir/out" 2>>"$dir/err" &
-	fi
-	pid=$!
-	exec 3>"$dir/in"
-	i=0
-	until grep -q '^listening on http://' "$dir/out" 2>/dev/null; do
-		i=$((i + 1))
-		if [ "$i" -gt 1200 ] || ! kill -0 "$pid" 2>/dev/null; then
-			echo "wrk.sh: the $1 server did not start:" >&2
-			cat "$dir/err" >&2
-			exit 1
-		fi
-		sleep 0.05
-	done
-	addr=$(sed -n 's#^listening on http://##p' "$dir/out")
-}
-
-stop() {
-	exec 3>&-
-	wait "$pid"
-	pid=
-}
+name=wrk.sh
+. "$(cd "$(dirname "$0")" && pwd)/servers.sh"
 
 # wrk_run KIND PAIR prints "wrk KIND REQ/S P99-MS".
 wrk_run() {
 	cfg=
 	if [ "$1" = hookbox ]; then
-		mkdir -p "$dir/p$2"
-		cfg=$dir/p$2/hookbox.toml
-		cat >"$cfg" <<EOF
-[server]
-listen = "127.0.0.1:0"
-
-[store]
-path = "$dir/p$2/hookbox.db"
-
-[[source]]
-name = "github"
-verify = "github"
-secret = "$secret"
-EOF
+		cfg=$(hookbox_config "p$2")
 	fi
-	start "$1" "$cfg"
-	wrk -t"$threads" -c"$conns" -d"$duration" --latency -s "$here/github.lua" \
-		"http://$addr/hooks/github" -- "$body" "$sig" "wrk-$$-$2-$1" >"$dir/wrk.out"
-	stop
-	if grep -E 'Non-2xx|Socket errors' "$dir/wrk.out" >&2; then
-		echo "wrk.sh: wrk had errors against $1 (above)" >&2
-	fi
-	awk -v kind="$1" '
-		/^Requests\/sec:/ { rps = $2 }
-		$1 == "99%" { p99 = $2; if (p99 ~ /us$/) p99 = p99 / 1000; else if (p99 ~ /ms$/) p99 += 0; else if (p99 ~ /s$/) p99 *= 1000 }
-		END { printf "wrk %s %.0f %.2f\n", kind, rps, p99 }' "$dir/wrk.out"
+	start "$hookbox" "$1" "$cfg"
+	wrk_load "wrk $1" "wrk-$$-$2-$1"
 }
 
 # bench_run BINARY NAME prints "NAME bare REQ/S P99-MS" and "NAME hookbox …".
