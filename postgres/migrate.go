@@ -48,13 +48,20 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, apply bool) error {
 		known[strings.TrimPrefix(n, "migrations/")] = true
 	}
 	applied := map[string]bool{}
-	rows, err := pool.Query(ctx, `SELECT name FROM hookbox_migrations`)
-	if err != nil {
+	var list []string
+	// Without the table (a database hookbox never migrated), none.
+	var exists bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass('hookbox_migrations') IS NOT NULL`).Scan(&exists); err != nil {
 		return fmt.Errorf("read migrations: %w", err)
 	}
-	list, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return fmt.Errorf("read migrations: %w", err)
+	if exists {
+		rows, err := pool.Query(ctx, `SELECT name FROM hookbox_migrations`)
+		if err != nil {
+			return fmt.Errorf("read migrations: %w", err)
+		}
+		if list, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			return fmt.Errorf("read migrations: %w", err)
+		}
 	}
 	var ahead []string
 	for _, name := range list {
