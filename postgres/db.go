@@ -93,6 +93,11 @@ func Open(ctx context.Context, url string, o Options) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open store %s: %w", Redact(url), err)
 	}
+	var sync string
+	if err := pool.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&sync); err == nil && sync == "off" {
+		db.log.Warn().Str("synchronous_commit", sync).
+			Msg("synchronous_commit is off: a 200 is answered before the event is on disk, and a crash of the PostgreSQL server can lose the last accepted events; set it to on")
+	}
 	return db, nil
 }
 
