@@ -114,3 +114,22 @@ func TestConcurrentClaimsShareNothing(t *testing.T) {
 		t.Fatalf("queue %+v, %v; want %d running", st, err, n)
 	}
 }
+
+// The claim (its subquery, as claimSQL has it) walks deliveries_due in its
+// ORDER BY, with no sort: the index's partial condition is the claim's, so
+// the planner can use it.
+func TestClaimUsesTheDueIndex(t *testing.T) {
+	db := open(t, freshSchema(t), postgres.Options{Logger: zerolog.Nop()})
+	ctx := context.Background()
+	if _, err := db.Exec(ctx, `DO $$ DECLARE plan text := ''; line text; BEGIN
+		SET LOCAL enable_seqscan = off;
+		SET LOCAL enable_sort = off;
+		FOR line IN EXECUTE 'EXPLAIN SELECT id, run_at FROM deliveries WHERE status IN (''pending'', ''retrying'', ''running'') AND run_at <= 0
+			AND id <> ALL (ARRAY[]::bigint[]) ORDER BY run_at, id LIMIT 10 FOR UPDATE SKIP LOCKED' LOOP
+			plan := plan || line || E'\n';
+		END LOOP;
+		IF plan NOT LIKE '%Index Scan using deliveries_due%' OR plan LIKE '%Sort%' THEN RAISE 'claim plan: %', plan; END IF;
+	END $$`); err != nil {
+		t.Fatal(err)
+	}
+}
