@@ -133,3 +133,28 @@ func TestClaimUsesTheDueIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Servers starting together on an empty database migrate it once, one at
+// a time, and all open.
+func TestConcurrentOpensMigrateOnce(t *testing.T) {
+	u := freshSchema(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			db, err := postgres.Open(context.Background(), u, postgres.Options{Logger: zerolog.Nop()})
+			if err == nil {
+				db.Close()
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -34,7 +34,16 @@ const migrationLock = 0x686f6f6b626f78 // "hookbox"
 
 func migrate(ctx context.Context, pool *pgxpool.Pool, apply bool) error {
 	if apply {
-		if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS hookbox_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		// Under the lock: two servers creating the table at once would
+		// otherwise collide in the catalog, IF NOT EXISTS or not.
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrationLock)); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS hookbox_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`)
+			return err
+		})
+		if err != nil {
 			return fmt.Errorf("create migrations table: %w", err)
 		}
 	}
