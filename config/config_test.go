@@ -324,6 +324,7 @@ func TestParse_Validation(t *testing.T) {
 		{"Store path and url_env", "[store]\npath = \"x.db\"\nurl_env = \"DB_URL\"\n", "store.url_env", "DB_URL"},
 		{"Store url and url_env", "[store]\nurl = \"postgres://u:pw@db/x\"\nurl_env = \"DB_URL\"\n", "store.url_env", "DB_URL"},
 		{"Store url not postgres", "[store]\nurl = \"mysql://u:pw@db/x\"\n", "store.url", ""},
+		{"Store url with synchronous", "[store]\nurl = \"postgres://db/x\"\nsynchronous = \"normal\"\n", "store.synchronous", "normal"},
 		{"Store url_env bad name", "[store]\nurl_env = \"1DB\"\n", "store.url_env", "1DB"},
 		{"Store url_env unset", "[store]\nurl_env = \"HOOKBOX_TEST_UNSET_URL\"\n", "store.url_env", "HOOKBOX_TEST_UNSET_URL"},
 

@@ -164,6 +164,9 @@ func validateStore(sc scope, s *Store, getenv func(string) string) {
 	}
 	if s.PostgreSQL() {
 		s.Path = "" // SQLite's default does not apply
+		if _, set := sc.p.lines[sc.key+".synchronous"]; set {
+			sc.add("synchronous", s.Synchronous, "SQLite's; a PostgreSQL store's durability is the server's synchronous_commit (README, Several machines)")
+		}
 	}
 	s.Synchronous = strings.ToLower(s.Synchronous)
 	switch s.Synchronous {
