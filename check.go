@@ -51,8 +51,8 @@ func (c *CheckCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	fmt.Fprintf(c.Stdout, "%s: ok (%s, %s, listen %s, store %s)\n",
-		*path, cli.Count(len(cfg.Sources), "source"), cli.Count(len(cfg.Targets), "target"), cfg.Server.Listen, cfg.Store.Path)
-	if note := storeNote(cfg.Store.Path); note != "" {
+		*path, cli.Count(len(cfg.Sources), "source"), cli.Count(len(cfg.Targets), "target"), cfg.Server.Listen, cfg.Store.Name())
+	if note := storeNote(cfg.Store.Path); !cfg.Store.PostgreSQL() && note != "" {
 		fmt.Fprintln(c.Stdout, "note: "+note)
 	}
 	for _, note := range handlers.ProgramNotes(cfg) {

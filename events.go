@@ -10,7 +10,6 @@ import (
 	"hookbox/dedupe"
 	"hookbox/internal/cli"
 	"hookbox/queue"
-	"hookbox/sqlite"
 	"hookbox/view"
 )
 
@@ -108,7 +107,7 @@ func (c *EventsCommand) Run(ctx context.Context, args []string) error {
 }
 
 // write writes one page: JSON lines, or rows of tw.
-func (c *EventsCommand) write(ctx context.Context, db *sqlite.DB, list []dedupe.Stored, asJSON bool, tw *tabwriter.Writer) error {
+func (c *EventsCommand) write(ctx context.Context, db cli.Store, list []dedupe.Stored, asJSON bool, tw *tabwriter.Writer) error {
 	ids := make([]int64, len(list))
 	for i, e := range list {
 		ids[i] = e.ID

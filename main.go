@@ -25,6 +25,7 @@ import (
 	"hookbox/inbox"
 	"hookbox/internal/cli"
 	"hookbox/metrics"
+	"hookbox/postgres"
 	"hookbox/queue"
 	"hookbox/receiver"
 	"hookbox/sqlite"
@@ -55,25 +56,44 @@ type Main struct {
 	// warnings are logged in each 10 s window (10).
 	RefusedLogBurst int
 
-	// DB is the store, the SQLite engine: the pool, the alerter, the
-	// sweeper, the inbox and the metrics each reach it through the
-	// interface their package declares.
+	// Getenv reads the environment: [store] url_env (default os.Getenv).
+	Getenv func(string) string
+
+	// Store is the store, whichever engine the config names: the pool,
+	// the alerter, the sweeper, the inbox and the metrics each reach it
+	// through the interface their package declares. DB is the same store
+	// when it is SQLite, PG when it is PostgreSQL; the other is nil.
+	Store    Store
 	DB       *sqlite.DB
+	PG       *postgres.DB
 	Pool     *queue.Pool
 	Alerter  *queue.Alerter
 	Sweeper  *dedupe.Sweeper
 	Receiver *receiver.Server
 	Metrics  *metrics.Metrics
 
-	storeID string // the store's identity, sqlite.RealPath
+	storeID string // the store's identity: sqlite.RealPath, or the URL without its password
 	lock    *os.File
 	cancel  context.CancelFunc
 	serveCh chan error
 }
 
+// Store is what a running serve needs of a store engine; sqlite.DB and
+// postgres.DB have it.
+type Store interface {
+	inbox.Store
+	queue.Store
+	queue.AlertStore
+	dedupe.Store
+	metrics.Queue
+	QueuedByTarget(ctx context.Context) (map[string]int64, error)
+	Running(ctx context.Context) ([]queue.RunningKey, error)
+	Close() error
+}
+
 // NewMain returns a Main for cfg.
 func NewMain(cfg config.Config, logger zerolog.Logger) *Main {
-	return &Main{Config: cfg, Logger: logger, Now: time.Now}
+	return &Main{Config: cfg, Logger: logger, Now: time.Now, Getenv: os.Getenv}
 }
 
 // Run binds the webhook listener, opens the store, starts the workers, the
@@ -97,7 +117,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			ln.Close()
 		}
 	}()
-	if err := m.openStore(); err != nil {
+	if err := m.openStore(ctx); err != nil {
 		return err
 	}
 	if err := m.buildDelivery(); err != nil {
@@ -108,7 +128,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.Receiver.UseListener(ln)
 
-	queue.WarnUnknownTargets(ctx, m.DB.QueuedByTarget, m.Config.TargetNames(), m.component("queue"))
+	queue.WarnUnknownTargets(ctx, m.Store.QueuedByTarget, m.Config.TargetNames(), m.component("queue"))
 	qlog := m.component("queue")
 	for _, note := range handlers.ProgramNotes(m.Config) {
 		qlog.Warn().Msg(note)
@@ -116,7 +136,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	// Before the pool retries what the previous process left running: a
 	// command attempt it started may still run, and must not overlap its
 	// rerun.
-	handlers.StopRunningLeftovers(ctx, m.storeID, m.DB.Running, qlog)
+	handlers.StopRunningLeftovers(ctx, m.storeID, m.Store.Running, qlog)
 	if err := m.Pool.Start(ctx); err != nil {
 		return err
 	}
@@ -141,9 +161,57 @@ func listen(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-// openStore opens the store, one serve per store however its path is
-// spelled.
-func (m *Main) openStore() error {
+// openStore opens the store the config names, SQLite or PostgreSQL.
+func (m *Main) openStore(ctx context.Context) error {
+	if m.Config.Store.PostgreSQL() {
+		if err := m.openPostgres(ctx); err != nil {
+			return err
+		}
+	} else if err := m.openSQLite(); err != nil {
+		return err
+	}
+	m.Metrics = metrics.New(m.Store, m.Now)
+	if m.DB != nil {
+		m.Metrics.Store = func() metrics.CommitStats {
+			s := m.DB.Stats()
+			return metrics.CommitStats{Commits: s.Commits, Writes: s.Writes, FailedCommits: s.FailedCommit}
+		}
+	} else {
+		m.Metrics.Store = func() metrics.CommitStats {
+			s := m.PG.Stats()
+			return metrics.CommitStats{Commits: s.Commits, Writes: s.Writes, FailedCommits: s.FailedCommit}
+		}
+	}
+	r := m.Config.Retention
+	m.Sweeper = &dedupe.Sweeper{Store: m.Store, Interval: r.Interval.D(), Payloads: r.Payloads.D(), Keys: r.Dedupe.D(),
+		First: m.FirstSweep, Now: m.Now, Logger: m.component("sweeper")}
+	return nil
+}
+
+// openPostgres opens the PostgreSQL store at the config's URL. One serve
+// per database, for now: a second one would recover the first one's
+// running deliveries at its start.
+func (m *Main) openPostgres(ctx context.Context) error {
+	cfg := m.Config.Store
+	getenv := m.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	u, err := cfg.DatabaseURL(getenv)
+	if err != nil {
+		return err
+	}
+	m.storeID = postgres.Redact(u)
+	if m.PG, err = postgres.Open(ctx, u, postgres.Options{Logger: m.component("store")}); err != nil {
+		return err
+	}
+	m.Store = m.PG
+	return nil
+}
+
+// openSQLite opens the SQLite store, one serve per store however its path
+// is spelled.
+func (m *Main) openSQLite() error {
 	cfg := m.Config.Store
 	if err := os.MkdirAll(filepath.Dir(cfg.Path), 0o750); err != nil {
 		return fmt.Errorf("store directory: %w", err)
@@ -160,14 +228,7 @@ func (m *Main) openStore() error {
 	if err != nil {
 		return err
 	}
-	m.Metrics = metrics.New(m.DB, m.Now)
-	m.Metrics.Store = func() metrics.CommitStats {
-		s := m.DB.Stats()
-		return metrics.CommitStats{Commits: s.Commits, Writes: s.Writes, FailedCommits: s.FailedCommit}
-	}
-	r := m.Config.Retention
-	m.Sweeper = &dedupe.Sweeper{Store: m.DB, Interval: r.Interval.D(), Payloads: r.Payloads.D(), Keys: r.Dedupe.D(),
-		First: m.FirstSweep, Now: m.Now, Logger: m.component("sweeper")}
+	m.Store = m.DB
 	return nil
 }
 
@@ -179,12 +240,12 @@ func (m *Main) buildDelivery() error {
 		return err
 	}
 	if notifier := handlers.Notifier(cfg.Alert); notifier != nil {
-		m.Alerter = queue.NewAlerter(m.DB, notifier, m.component("alert"), m.Now)
+		m.Alerter = queue.NewAlerter(m.Store, notifier, m.component("alert"), m.Now)
 		if m.AlertBackoff > 0 {
 			m.Alerter.Backoff.Base = m.AlertBackoff
 		}
 	}
-	m.Pool = queue.NewPool(m.DB, queue.PoolConfig{
+	m.Pool = queue.NewPool(m.Store, queue.PoolConfig{
 		Workers:     cfg.Delivery.Workers,
 		MaxAttempts: cfg.Delivery.MaxAttempts,
 		Lease:       cfg.Delivery.Lease.D(),
@@ -212,7 +273,7 @@ func (m *Main) buildReceiver() error {
 	if err != nil {
 		return err
 	}
-	ingest := inbox.New(m.DB, inbox.NewRouter(cfg.Targets), m.Pool)
+	ingest := inbox.New(m.Store, inbox.NewRouter(cfg.Targets), m.Pool)
 	m.Receiver = receiver.New(receiver.Config{
 		Sources:           sources,
 		AnySource:         m.LocalSink,
@@ -276,8 +337,8 @@ func (m *Main) Close() error {
 	if m.cancel != nil {
 		m.cancel()
 	}
-	if m.DB != nil {
-		keep(m.DB.Close())
+	if m.Store != nil {
+		keep(m.Store.Close())
 	}
 	if m.lock != nil {
 		keep(m.lock.Close()) // releases the flock

@@ -14,7 +14,7 @@ import (
 
 // engines are the directories holding a store engine: the only Go files,
 // tests aside, that may import database/sql or a driver, or hold SQL.
-var engines = []string{"sqlite"}
+var engines = []string{"sqlite", "postgres"}
 
 // sqlText matches what reads as SQL: statements, and the fragments a
 // package could build one from (a status test, a NULL test, an index hint).

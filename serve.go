@@ -56,6 +56,7 @@ and prints a line for each request it answers.`)
 	}
 	m := NewMain(cfg, logger)
 	m.LocalSink = local
+	m.Getenv = c.Getenv
 	if local {
 		lines, closeLines := logging.Lines(c.Stderr)
 		defer closeLines()
@@ -106,11 +107,11 @@ func (c *ServeCommand) started(m *Main, jsonLogs bool) {
 	addr := m.Addr()
 	cfg := m.Config
 	if !m.LocalSink {
-		m.Logger.Info().Str("version", version).Str("listen", "http://"+addr).Str("store", cfg.Store.Path).
+		m.Logger.Info().Str("version", version).Str("listen", "http://"+addr).Str("store", cfg.Store.Name()).
 			Int("sources", len(cfg.Sources)).Int("targets", len(cfg.Targets)).Msg("hookbox listening")
 		return
 	}
-	m.Logger.Info().Str("version", version).Str("listen", "http://"+addr).Str("store", cfg.Store.Path).
+	m.Logger.Info().Str("version", version).Str("listen", "http://"+addr).Str("store", cfg.Store.Name()).
 		Msg("hookbox local sink listening (no config): storing every request, delivering nowhere")
 	if jsonLogs {
 		return
@@ -123,7 +124,7 @@ func (c *ServeCommand) started(m *Main, jsonLogs bool) {
   (webhook-id, X-GitHub-Delivery, Idempotency-Key, ...) or a JSON "id", else one is generated.
   Each request is printed below as it is answered.
   Give a config (--config or $HOOKBOX_CONFIG) to verify signatures and deliver.
-`, version, cfg.Store.Path, addr)
+`, version, cfg.Store.Name(), addr)
 }
 
 // sinkLine is the local sink's line for one answered request: time,

@@ -7,6 +7,7 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -52,10 +53,58 @@ type Server struct {
 	ShutdownTimeout   Duration `toml:"shutdown_timeout"`    // default 10s
 }
 
-// Store configures the SQLite database.
+// Store configures the database: SQLite at Path (the default engine), or
+// PostgreSQL at URL or at the URL in the environment variable URLEnv.
+// Exactly one of the three is set; with URL or URLEnv, Path is "".
 type Store struct {
 	Path        string `toml:"path"`        // default "hookbox.db", relative to the working directory
-	Synchronous string `toml:"synchronous"` // "full" (default) | "normal" | "off"; lowercased by Parse
+	URL         string `toml:"url"`         // postgres://…; never logged or echoed
+	URLEnv      string `toml:"url_env"`     // the variable holding a postgres:// URL
+	Synchronous string `toml:"synchronous"` // SQLite: "full" (default) | "normal" | "off"; lowercased by Parse
+}
+
+// PostgreSQL reports whether the store is a PostgreSQL database.
+func (s Store) PostgreSQL() bool { return s.URL != "" || s.URLEnv != "" }
+
+// DatabaseURL is the PostgreSQL store's URL: URL, or the value of URLEnv
+// read through getenv. The error names the variable, never a value.
+func (s Store) DatabaseURL(getenv func(string) string) (string, error) {
+	if s.URLEnv == "" {
+		return s.URL, nil
+	}
+	v := getenv(s.URLEnv)
+	if v == "" {
+		return "", fmt.Errorf("store.url_env: environment variable %s is unset or empty: set it to the store's postgres:// URL", s.URLEnv)
+	}
+	if !postgresURL(v) {
+		return "", fmt.Errorf("store.url_env: environment variable %s does not hold a postgres:// or postgresql:// URL", s.URLEnv)
+	}
+	return v, nil
+}
+
+// Name is the store as messages and logs show it: the path, the variable
+// holding the URL, or the URL without its password and parameters.
+func (s Store) Name() string {
+	switch {
+	case s.URLEnv != "":
+		return "$" + s.URLEnv + " (PostgreSQL)"
+	case s.URL != "":
+		u, err := url.Parse(s.URL)
+		if err != nil {
+			return "(PostgreSQL)"
+		}
+		if u.User != nil {
+			u.User = url.User(u.User.Username())
+		}
+		u.RawQuery, u.Fragment = "", ""
+		return u.String() + " (PostgreSQL)"
+	}
+	return s.Path
+}
+
+// postgresURL reports whether u is a PostgreSQL connection URL.
+func postgresURL(u string) bool {
+	return strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://")
 }
 
 // Delivery configures the worker pool and the retry schedule.

@@ -275,6 +275,27 @@ func TestParse_Presets(t *testing.T) {
 	})
 }
 
+// A PostgreSQL store is named by url or url_env instead of path; the URL
+// is never echoed by an error.
+func TestParse_StoreURL(t *testing.T) {
+	cfg, err := config.Parse("c.toml", []byte("[store]\nurl_env = \"DB_URL\"\n"), env(map[string]string{"DB_URL": "postgres://u:pw@db/x"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := cfg.Store.DatabaseURL(env(map[string]string{"DB_URL": "postgres://u:pw@db/x"}))
+	if !cfg.Store.PostgreSQL() || cfg.Store.Path != "" || u != "postgres://u:pw@db/x" || err != nil {
+		t.Fatalf("store %+v, URL %q, %v; want PostgreSQL at the variable's URL, no path", cfg.Store, u, err)
+	}
+	_, err = config.Parse("c.toml", []byte("[store]\npath = \"x.db\"\nurl = \"postgres://u:s3cr3t@db/x\"\n"), env(nil))
+	if err == nil || strings.Contains(err.Error(), "s3cr3t") {
+		t.Fatalf("path and url: %v; want an error without the password", err)
+	}
+	_, err = config.Parse("c.toml", []byte("[store]\nurl_env = \"DB_URL\"\n"), env(map[string]string{"DB_URL": "mysql://u:s3cr3t@db/x"}))
+	if err == nil || strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), "DB_URL") {
+		t.Fatalf("url_env holding no postgres URL: %v; want an error naming the variable, without its value", err)
+	}
+}
+
 func TestParse_Validation(t *testing.T) {
 	const tgt = "\n[[target]]\nname = \"t\"\nsource = \"s\"\n"
 	tests := []struct {
@@ -299,6 +320,13 @@ func TestParse_Validation(t *testing.T) {
 		// [store]
 		{"Store path empty", "[store]\npath = \"\"\n", "store.path", ""},
 		{"Synchronous", "[store]\nsynchronous = \"extra\"\n", "store.synchronous", "extra"},
+		{"Store path and url", "[store]\npath = \"x.db\"\nurl = \"postgres://u:pw@db/x\"\n", "store.url", ""},
+		{"Store path and url_env", "[store]\npath = \"x.db\"\nurl_env = \"DB_URL\"\n", "store.url_env", "DB_URL"},
+		{"Store url and url_env", "[store]\nurl = \"postgres://u:pw@db/x\"\nurl_env = \"DB_URL\"\n", "store.url_env", "DB_URL"},
+		{"Store url not postgres", "[store]\nurl = \"mysql://u:pw@db/x\"\n", "store.url", ""},
+		{"Store url with synchronous", "[store]\nurl = \"postgres://db/x\"\nsynchronous = \"normal\"\n", "store.synchronous", "normal"},
+		{"Store url_env bad name", "[store]\nurl_env = \"1DB\"\n", "store.url_env", "1DB"},
+		{"Store url_env unset", "[store]\nurl_env = \"HOOKBOX_TEST_UNSET_URL\"\n", "store.url_env", "HOOKBOX_TEST_UNSET_URL"},
 
 		// [delivery]
 		{"Workers zero", "[delivery]\nworkers = 0\n", "delivery.workers", "0"},

@@ -29,7 +29,7 @@ func validName(n string) bool {
 
 func validate(p *problems, cfg *Config, getenv func(string) string) {
 	validateServer(scope{p, "server", "server"}, &cfg.Server)
-	validateStore(scope{p, "store", "store"}, &cfg.Store)
+	validateStore(scope{p, "store", "store"}, &cfg.Store, getenv)
 	validateDelivery(scope{p, "delivery", "delivery"}, &cfg.Delivery)
 	validateAlert(scope{p, "alert", "alert"}, &cfg.Alert)
 	validateRetention(scope{p, "retention", "retention"}, &cfg.Retention)
@@ -139,9 +139,34 @@ func IsLoopback(listen string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func validateStore(sc scope, s *Store) {
-	if s.Path == "" {
+func validateStore(sc scope, s *Store, getenv func(string) string) {
+	// The URL is never a message's value: it may hold a password.
+	_, pathSet := sc.p.lines[sc.key+".path"]
+	switch {
+	case s.URL != "" && s.URLEnv != "":
+		sc.add("url_env", s.URLEnv, "set exactly one of path, url, url_env")
+	case s.PostgreSQL() && pathSet:
+		field, value := "url", ""
+		if s.URLEnv != "" {
+			field, value = "url_env", s.URLEnv
+		}
+		sc.add(field, value, "set exactly one of path, url, url_env (path is SQLite's, url and url_env PostgreSQL's)")
+	case s.URL != "" && !postgresURL(s.URL):
+		sc.add("url", "", "want a postgres:// or postgresql:// URL")
+	case s.URLEnv != "" && !envNameRe.MatchString(s.URLEnv):
+		sc.add("url_env", s.URLEnv, "not a valid environment variable name (letters, digits and _, not starting with a digit)")
+	case s.URLEnv != "" && getenv != nil:
+		if _, err := s.DatabaseURL(getenv); err != nil {
+			sc.add("url_env", s.URLEnv, strings.TrimPrefix(err.Error(), "store.url_env: "))
+		}
+	case !s.PostgreSQL() && s.Path == "":
 		sc.add("path", "", "required")
+	}
+	if s.PostgreSQL() {
+		s.Path = "" // SQLite's default does not apply
+		if _, set := sc.p.lines[sc.key+".synchronous"]; set {
+			sc.add("synchronous", s.Synchronous, "SQLite's; a PostgreSQL store's durability is the server's synchronous_commit (README, Several machines)")
+		}
 	}
 	s.Synchronous = strings.ToLower(s.Synchronous)
 	switch s.Synchronous {

@@ -6,17 +6,23 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 
 	"hookbox/config"
+	"hookbox/dedupe"
+	"hookbox/postgres"
+	"hookbox/queue"
 	"hookbox/sqlite"
+	"hookbox/view"
 )
 
 // Env is what a command takes from the process; tests give their own.
@@ -158,12 +164,39 @@ func (e Env) LoadConfig(path string, secrets bool) (cfg config.Config, local boo
 	return cfg, false, nil
 }
 
+// Store is what the read commands (events, event, dead, replay) need of
+// a store engine; sqlite.DB and postgres.DB have it.
+type Store interface {
+	view.Store
+	ListEvents(ctx context.Context, f dedupe.Filter) ([]dedupe.Stored, error)
+	DeadLetters(ctx context.Context, all bool, limit int) ([]queue.DeadLetter, error)
+	Replay(ctx context.Context, sel queue.ReplaySelector, now time.Time) (queue.Replayed, error)
+	Backfill(ctx context.Context, sel queue.BackfillSelector, now time.Time) (queue.Backfilled, error)
+	Close() error
+}
+
 // OpenStore opens the existing store of the config at path (see
 // LoadConfig) for a read command, and returns the config too.
-func (e Env) OpenStore(path string) (config.Config, *sqlite.DB, error) {
+func (e Env) OpenStore(path string) (config.Config, Store, error) {
 	cfg, _, err := e.LoadConfig(path, false)
 	if err != nil {
 		return cfg, nil, err
+	}
+	if cfg.Store.PostgreSQL() {
+		getenv := e.Getenv
+		if getenv == nil {
+			getenv = os.Getenv
+		}
+		u, err := cfg.Store.DatabaseURL(getenv)
+		if err != nil {
+			return cfg, nil, err
+		}
+		// Never migrated from here, as a SQLite store is not.
+		db, err := postgres.Open(context.Background(), u, postgres.Options{MaxConns: 2, NoMigrate: true, Logger: zerolog.Nop()})
+		if err != nil {
+			return cfg, nil, err
+		}
+		return cfg, db, nil
 	}
 	if _, err := os.Stat(cfg.Store.Path); err != nil {
 		return cfg, nil, fmt.Errorf("no store at %s (start hookbox serve there first, or pass --config): %w", cfg.Store.Path, err)
@@ -171,5 +204,8 @@ func (e Env) OpenStore(path string) (config.Config, *sqlite.DB, error) {
 	// Never migrated from here: a serve of an older build may be running
 	// on it, and its statements need the schema it knows.
 	db, err := sqlite.Open(cfg.Store.Path, sqlite.Options{Synchronous: cfg.Store.Synchronous, NoMigrate: true, Logger: zerolog.Nop()})
-	return cfg, db, err
+	if err != nil {
+		return cfg, nil, err
+	}
+	return cfg, db, nil
 }

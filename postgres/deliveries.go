@@ -1,0 +1,389 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"hookbox/queue"
+)
+
+// The deliveries table is the queue: one row per (event, target), claimed
+// by workers under a lease, retried with backoff, and dead at the attempt
+// limit. A claim locks the rows it takes with FOR UPDATE SKIP LOCKED, so
+// concurrent claims (other workers, other replicas) pass over them rather
+// than wait, and sets a fresh lease token from a sequence; a completion or
+// a renewal is written only where the token still matches, so a worker
+// whose lease expired and was taken over cannot overwrite the newer
+// attempt (fencing).
+
+// dueCondition is the deliveries_due index's partial condition: the queued
+// deliveries, pending, retrying and running.
+const dueCondition = `status IN ('pending', 'retrying', 'running')`
+
+const (
+	enqueueSQL = `INSERT INTO deliveries (event, target, status, run_at, created_at)
+		SELECT $1, t, 'pending', $3, $3 FROM unnest($2::text[]) AS t`
+	// The subquery walks deliveries_due in claim order, skips rows another
+	// claim holds, and stops at the limit; the UPDATE takes only those.
+	// Its due time comes back so that the jobs keep the claim's order.
+	claimSQL = `UPDATE deliveries d SET status = 'running', attempts = d.attempts + 1, run_at = $1, lease_token = nextval('lease_tokens')
+		FROM (SELECT id, run_at FROM deliveries WHERE ` + dueCondition + ` AND run_at <= $2 AND id <> ALL ($3::bigint[])
+			ORDER BY run_at, id LIMIT $4 FOR UPDATE SKIP LOCKED) due
+		WHERE d.id = due.id
+		RETURNING d.id, d.event, d.target, d.attempts, d.lease_token, due.run_at`
+	loadEventsSQL = `SELECT id, source, event_id, type, received_at, content_type, body, swept_at IS NOT NULL FROM events
+		WHERE id = ANY ($1::bigint[])`
+	renewSQL   = `UPDATE deliveries SET run_at = $1 WHERE id = $2 AND lease_token = $3 AND status = 'running'`
+	doneSQL    = `UPDATE deliveries SET status = 'done', done_at = $1, last_error = '' WHERE id = $2 AND lease_token = $3 AND status = 'running'`
+	releaseSQL = `UPDATE deliveries SET status = 'retrying', run_at = $1, attempts = greatest(attempts - 1, 0), last_error = $2
+		WHERE id = $3 AND lease_token = $4 AND status = 'running'`
+	deadSQL  = `UPDATE deliveries SET status = 'dead', done_at = $1, last_error = $2, dead_reason = $3 WHERE id = $4 AND lease_token = $5 AND status = 'running'`
+	retrySQL = `UPDATE deliveries SET status = 'retrying', run_at = $1, last_error = $2 WHERE id = $3 AND lease_token = $4 AND status = 'running'`
+	// reviveSet queues dead deliveries again, attempts reset, as a new
+	// delivery: a redelivery of their event, or a replay. $1 is now.
+	reviveSet = `UPDATE deliveries SET status = 'pending', attempts = 0, run_at = $1, last_error = '', dead_reason = '', done_at = NULL`
+)
+
+// enqueueTx adds one pending delivery per target for event, inside tx.
+func enqueueTx(ctx context.Context, tx pgx.Tx, event int64, targets []string, now time.Time) error {
+	if _, err := tx.Exec(ctx, enqueueSQL, event, targets, ms(now)); err != nil {
+		return fmt.Errorf("enqueue: %w", err)
+	}
+	return nil
+}
+
+// reviveTx puts event's dead deliveries back to pending with their attempts
+// reset (the sender asks again), and marks their dead letters revived.
+// Done and queued deliveries are untouched. It returns how many it revived.
+func reviveTx(ctx context.Context, tx pgx.Tx, event int64, now time.Time) (int64, error) {
+	tag, err := tx.Exec(ctx, reviveSet+` WHERE event = $2 AND status = 'dead'`, ms(now), event)
+	if err != nil {
+		return 0, fmt.Errorf("revive deliveries: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return 0, nil
+	}
+	if _, err := tx.Exec(ctx, reviveLettersSet+` WHERE event = $2 AND revived_at IS NULL`, ms(now), event); err != nil {
+		return 0, fmt.Errorf("revive dead letters: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// Claim leases up to n due deliveries for lease and returns them with their
+// events, in due order, leaving out the deliveries in skip: those the
+// caller is still running, whose lease may have passed while they run, so
+// that the same pair never runs twice at once. A running delivery whose
+// lease has passed is due again.
+func (db *DB) Claim(ctx context.Context, n int, lease time.Duration, now time.Time, skip []int64) ([]*queue.Job, error) {
+	var jobs []*queue.Job
+	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		jobs = jobs[:0]
+		rows, err := tx.Query(ctx, claimSQL, ms(now.Add(lease)), ms(now), ids(skip), n)
+		if err != nil {
+			return err
+		}
+		due := map[*queue.Job]int64{}
+		for rows.Next() {
+			j := &queue.Job{}
+			var at int64
+			if err := rows.Scan(&j.Delivery, &j.Event, &j.Target, &j.Attempt, &j.Token, &at); err != nil {
+				rows.Close()
+				return err
+			}
+			due[j] = at
+			jobs = append(jobs, j)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		sort.SliceStable(jobs, func(a, b int) bool {
+			if due[jobs[a]] != due[jobs[b]] {
+				return due[jobs[a]] < due[jobs[b]]
+			}
+			return jobs[a].Delivery < jobs[b].Delivery
+		})
+		return loadEvents(ctx, tx, jobs)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim deliveries: %w", err)
+	}
+	return jobs, nil
+}
+
+// loadEvents fills in the events of jobs with one query.
+func loadEvents(ctx context.Context, tx pgx.Tx, jobs []*queue.Job) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	byEvent := make(map[int64][]*queue.Job, len(jobs))
+	list := make([]int64, 0, len(jobs))
+	for _, j := range jobs {
+		if _, ok := byEvent[j.Event]; !ok {
+			list = append(list, j.Event)
+		}
+		byEvent[j.Event] = append(byEvent[j.Event], j)
+	}
+	rows, err := tx.Query(ctx, loadEventsSQL, list)
+	if err != nil {
+		return fmt.Errorf("load events: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var e queue.Job
+		var recv int64
+		var body []byte
+		var swept bool
+		if err := rows.Scan(&e.Event, &e.Source, &e.EventID, &e.Type, &recv, &e.ContentType, &body, &swept); err != nil {
+			return fmt.Errorf("load events: %w", err)
+		}
+		for _, j := range byEvent[e.Event] {
+			j.Source, j.EventID, j.Type, j.ContentType = e.Source, e.EventID, e.Type, e.ContentType
+			j.ReceivedAt = fromMS(recv)
+			j.Body, j.Swept = body, swept
+		}
+		delete(byEvent, e.Event)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load events: %w", err)
+	}
+	for id, js := range byEvent {
+		return fmt.Errorf("load events: delivery %d refers to event %d, which is not in the store", js[0].Delivery, id)
+	}
+	return nil
+}
+
+// Unclaim puts jobs that were claimed but never started back in the queue,
+// as they were: their claim does not count as an attempt.
+func (db *DB) Unclaim(ctx context.Context, jobs []*queue.Job, now time.Time) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		for _, j := range jobs {
+			if _, err := tx.Exec(ctx, `UPDATE deliveries SET status = CASE WHEN attempts <= 1 THEN 'pending' ELSE 'retrying' END,
+				attempts = greatest(attempts - 1, 0), run_at = $1 WHERE id = $2 AND lease_token = $3 AND status = 'running'`,
+				ms(now), j.Delivery, j.Token); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("unclaim deliveries: %w", err)
+	}
+	return nil
+}
+
+// NextDue returns when the earliest queued delivery other than those in
+// except is due, or false if there is none.
+func (db *DB) NextDue(ctx context.Context, except []int64) (time.Time, bool, error) {
+	var at int64
+	err := db.pool.QueryRow(ctx, `SELECT run_at FROM deliveries
+		WHERE `+dueCondition+` AND id <> ALL ($1::bigint[]) ORDER BY run_at, id LIMIT 1`, ids(except)).Scan(&at)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("next due: %w", err)
+	}
+	return time.UnixMilli(at), true, nil
+}
+
+// QueuedByTarget counts the queued (pending, retrying, running)
+// deliveries of each target.
+func (db *DB) QueuedByTarget(ctx context.Context) (map[string]int64, error) {
+	rows, err := db.pool.Query(ctx, `SELECT target, count(*) FROM deliveries WHERE `+dueCondition+` GROUP BY target`)
+	if err != nil {
+		return nil, fmt.Errorf("queued deliveries by target: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var target string
+		var n int64
+		if err := rows.Scan(&target, &n); err != nil {
+			return nil, fmt.Errorf("queued deliveries by target: %w", err)
+		}
+		out[target] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("queued deliveries by target: %w", err)
+	}
+	return out, nil
+}
+
+// Running lists the deliveries marked running.
+func (db *DB) Running(ctx context.Context) ([]queue.RunningKey, error) {
+	rows, err := db.pool.Query(ctx, `SELECT e.source, e.event_id, d.target
+		FROM deliveries d JOIN events e ON e.id = d.event WHERE d.status = 'running'`)
+	if err != nil {
+		return nil, fmt.Errorf("running deliveries: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (queue.RunningKey, error) {
+		var k queue.RunningKey
+		err := row.Scan(&k.Source, &k.EventID, &k.Target)
+		return k, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("running deliveries: %w", err)
+	}
+	return out, nil
+}
+
+// Recover makes every delivery left running by a stopped process due now.
+// Run it at startup, when no worker of this store can be running: with one
+// serve per database. (Several replicas need each to recover only what it
+// left; see the README.)
+func (db *DB) Recover(ctx context.Context, now time.Time) (int64, error) {
+	var n int64
+	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE deliveries SET status = 'retrying', run_at = $1, last_error = 'interrupted: hookbox stopped during the attempt'
+			WHERE status = 'running'`, ms(now))
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("recover running deliveries: %w", err)
+	}
+	return n, nil
+}
+
+// Renew sets the lease of each of jobs that is still running under its
+// token to expire at now+lease, in one write, and returns how many it
+// renewed. The others were taken over or have finished.
+func (db *DB) Renew(ctx context.Context, jobs []*queue.Job, lease time.Duration, now time.Time) (int64, error) {
+	var renewed int64
+	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		renewed = 0
+		for _, j := range jobs {
+			tag, err := tx.Exec(ctx, renewSQL, ms(now.Add(lease)), j.Delivery, j.Token)
+			if err != nil {
+				return err
+			}
+			renewed += tag.RowsAffected()
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("renew leases of %d deliveries: %w", len(jobs), err)
+	}
+	return renewed, nil
+}
+
+// Complete records the attempt and moves the delivery to done, retrying,
+// dead (with its dead letter) or, released, back to the queue, only while
+// the job's lease token still matches. It returns queue.ErrStale if the
+// lease was taken over: then only the attempt log changed.
+func (db *DB) Complete(ctx context.Context, j *queue.Job, f queue.Finish, now time.Time) error {
+	var stale bool
+	err := db.write(ctx, completeFn(j, f, now, &stale))
+	return completeErr(j, err, stale)
+}
+
+// CompleteAsync is Complete without waiting: done gets Complete's error
+// once the write is committed. An error returned (the store is closing)
+// means done is not called. Close waits for the completions under way.
+func (db *DB) CompleteAsync(ctx context.Context, j *queue.Job, f queue.Finish, now time.Time, done func(error)) error {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	if db.closed {
+		return fmt.Errorf("complete delivery %d: %w", j.Delivery, ErrClosed)
+	}
+	db.async.Add(1)
+	go func() {
+		defer db.async.Done()
+		var stale bool
+		err := db.writeLocked(ctx, completeFn(j, f, now, &stale))
+		done(completeErr(j, err, stale))
+	}()
+	return nil
+}
+
+func completeErr(j *queue.Job, err error, stale bool) error {
+	if err != nil {
+		return fmt.Errorf("complete delivery %d: %w", j.Delivery, err)
+	}
+	if stale {
+		return queue.ErrStale
+	}
+	return nil
+}
+
+func completeFn(j *queue.Job, f queue.Finish, now time.Time, stale *bool) func(context.Context, pgx.Tx) error {
+	return func(ctx context.Context, tx pgx.Tx) error {
+		*stale = false
+		a := f.Attempt
+		query, args := retrySQL, []any{ms(f.Next), a.Error, j.Delivery, j.Token}
+		switch {
+		case a.Outcome == "ok":
+			query, args = doneSQL, []any{ms(now), j.Delivery, j.Token}
+		case f.Release:
+			query, args = releaseSQL, []any{ms(now), a.Error, j.Delivery, j.Token}
+		case f.Dead:
+			query, args = deadSQL, []any{ms(now), a.Error, f.Reason, j.Delivery, j.Token}
+		}
+		tag, err := tx.Exec(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		n := tag.RowsAffected()
+		outcome := a.Outcome
+		if n == 0 {
+			outcome = "stale"
+		}
+		var status, exit *int
+		if a.HTTPStatus != 0 {
+			status = &a.HTTPStatus
+		}
+		exit = a.ExitCode
+		if _, err := tx.Exec(ctx, attemptSQL, j.Delivery, a.Number, ms(a.StartedAt), a.Duration.Microseconds(),
+			outcome, status, exit, a.Error, a.Output); err != nil {
+			return err
+		}
+		if n == 0 {
+			*stale = true
+			return nil
+		}
+		if f.Dead {
+			var due *int64
+			if f.AlertDue {
+				at := ms(now)
+				due = &at
+			}
+			if _, err := tx.Exec(ctx, deadLetterSQL, j.Delivery, j.Event, j.Target, j.Attempt, a.Error, ms(now), due); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// Deliveries returns the deliveries of the given events, keyed by event.
+func (db *DB) Deliveries(ctx context.Context, events []int64) (map[int64][]queue.Delivery, error) {
+	out := make(map[int64][]queue.Delivery, len(events))
+	rows, err := db.pool.Query(ctx, `SELECT id, event, target, status, attempts, last_error, dead_reason, run_at, created_at, done_at
+		FROM deliveries WHERE event = ANY ($1::bigint[]) ORDER BY id`, ids(events))
+	if err != nil {
+		return nil, fmt.Errorf("list deliveries: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var d queue.Delivery
+		var runAt, created int64
+		var done *int64
+		if err := rows.Scan(&d.ID, &d.Event, &d.Target, &d.Status, &d.Attempts, &d.LastError, &d.DeadReason, &runAt, &created, &done); err != nil {
+			return nil, fmt.Errorf("list deliveries: %w", err)
+		}
+		d.RunAt, d.CreatedAt, d.DoneAt = fromMS(runAt), fromMS(created), fromNullMS(done)
+		out[d.Event] = append(out[d.Event], d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list deliveries: %w", err)
+	}
+	return out, nil
+}
