@@ -13,6 +13,7 @@ var asaasProvider = Provider{
 	EventID:   "json:id",
 	EventType: "json:event",
 	Redact:    []string{"Asaas-Access-Token"},
+	signer:    tokenSigner("Asaas-Access-Token"),
 	verifier: func(o Options) (Verifier, error) {
 		return newTokenVerifier("asaas", "Asaas-Access-Token", o.Secrets), nil
 	},

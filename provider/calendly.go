@@ -27,5 +27,6 @@ var calendlyProvider = Provider{
 	Redact:    []string{calendlyHeader},
 	// One t, every v1 tried, hex digits in lower case as the docs' string
 	// comparison needs.
+	signer:   stamped{header: calendlyHeader, sep: ",", tsKey: "t", sigKey: "v1", join: "."}.signer,
 	verifier: stamped{scheme: "calendly", header: calendlyHeader, sep: ",", tsKey: "t", sigKey: "v1", join: ".", lowerHex: true}.verifier,
 }

@@ -19,6 +19,8 @@ var clerkProvider = Provider{
 	EventType: "json:type",
 	Tolerance: 5 * time.Minute,
 	Redact:    []string{standardHeaders[2], svixHeaders[2]},
+	signer:    standardSigner(&svixHeaders),
+	headers:   svixHeader,
 	verifier:  func(o Options) (Verifier, error) { return standardProvider.verifier(o) },
 	secret:    func(s string) error { return standardProvider.secret(s) },
 }

@@ -9,6 +9,7 @@ var gitlabProvider = Provider{
 	EventID:   "header:X-Gitlab-Event-UUID",
 	EventType: "header:X-Gitlab-Event",
 	Redact:    []string{"X-Gitlab-Token"},
+	signer:    tokenSigner("X-Gitlab-Token"),
 	verifier: func(o Options) (Verifier, error) {
 		return newTokenVerifier("gitlab", "X-Gitlab-Token", o.Secrets), nil
 	},

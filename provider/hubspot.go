@@ -42,6 +42,7 @@ var hubspotProvider = Provider{
 	Tolerance: 5 * time.Minute,
 	Redact:    []string{hubspotSigHeader, hubspotOldSigHeader},
 	SignsURL:  true,
+	signer:    hubspotSigner,
 	verifier: func(o Options) (Verifier, error) {
 		return &hubspotVerifier{keys: rawKeys(sha256.New, o.Secrets), tol: o.Tolerance}, nil
 	},
@@ -98,4 +99,20 @@ func hubspotURI(uri string) string {
 		return uri
 	}
 	return hubspotDecode.Replace(uri)
+}
+
+// hubspotSigner signs the method, the URI (its escapes decoded as HubSpot
+// decodes them), the body and a timestamp in milliseconds.
+func hubspotSigner(o Options) (*Signer, error) {
+	key := []byte(o.Secrets[0])
+	return signs(func(r *Request, now time.Time) error {
+		ts := unixMilli(now)
+		method := r.Method
+		if method == "" {
+			method = http.MethodPost
+		}
+		r.Header.Set(hubspotTSHeader, ts)
+		r.Header.Set(hubspotSigHeader, base64MAC(hmacOf(sha256.New, key, []byte(method+hubspotURI(r.URL)), r.Body, []byte(ts))))
+		return nil
+	})
 }

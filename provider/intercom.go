@@ -22,6 +22,7 @@ var intercomProvider = Provider{
 	EventID:   "json:id",
 	EventType: "json:topic",
 	Redact:    []string{"X-Hub-Signature"},
+	signer:    bodySigner("X-Hub-Signature", "sha1=", sha1.New, hexMAC),
 	verifier: func(o Options) (Verifier, error) {
 		return &hmacVerifier{
 			scheme: "intercom", header: "X-Hub-Signature", prefix: "sha1=",

@@ -21,6 +21,7 @@ var lemonsqueezyProvider = Provider{
 	EventID:   "body-sha256",
 	EventType: "header:X-Event-Name",
 	Redact:    []string{"X-Signature"},
+	signer:    bodySigner("X-Signature", "", sha256.New, hexMAC),
 	verifier: func(o Options) (Verifier, error) {
 		// Lemon Squeezy's examples compare the lower-case hex strings.
 		return &hmacVerifier{

@@ -27,6 +27,8 @@ var linearProvider = Provider{
 	// in either direction.
 	Tolerance: time.Minute,
 	Redact:    []string{linearHeader},
+	signer:    linearSigner,
+	headers:   linearHeaders,
 	verifier: func(o Options) (Verifier, error) {
 		return &linearVerifier{
 			sig: hmacVerifier{
@@ -87,4 +89,26 @@ func linearTimestamp(body []byte) (int64, error) {
 		return 0, fmt.Errorf("not a whole number of milliseconds: %w", ErrMalformed)
 	}
 	return ms, nil
+}
+
+// linearSigner sets the body's webhookTimestamp to the time of sending, in
+// milliseconds, as Linear does on every delivery, then signs the body.
+func linearSigner(o Options) (*Signer, error) {
+	key := []byte(o.Secrets[0])
+	return signs(func(r *Request, now time.Time) error {
+		body, err := setMember(r.Body, "webhookTimestamp", []byte(unixMilli(now)))
+		if err != nil {
+			return fmt.Errorf("webhookTimestamp: %w", err)
+		}
+		r.Body = body
+		r.Header.Set(linearHeader, hexMAC(hmacOf(sha256.New, key, r.Body)))
+		return nil
+	})
+}
+
+// linearHeaders: Linear-Event repeats the body's type.
+func linearHeaders(h http.Header, e Event) {
+	if e.Type != "" {
+		h.Set("Linear-Event", e.Type)
+	}
 }

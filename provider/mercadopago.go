@@ -52,6 +52,7 @@ var mercadopagoProvider = Provider{
 	EventType: "json:action,json:type",
 	Tolerance: 5 * 24 * time.Hour,
 	Redact:    []string{mpSigHeader},
+	signer:    mercadopagoSigner,
 	verifier: func(o Options) (Verifier, error) {
 		return &mercadopagoVerifier{keys: rawKeys(sha256.New, o.Secrets), tol: o.Tolerance}, nil
 	},
@@ -160,4 +161,17 @@ func queryValue(rawURL, name string) string {
 	query, _, _ = strings.Cut(query, "#")
 	vals, _ := url.ParseQuery(query)
 	return vals.Get(name)
+}
+
+// mercadopagoSigner signs the manifest of the URL's data.id, the
+// x-request-id header SetHeaders set and a timestamp in milliseconds, as
+// sdk-go reads it.
+func mercadopagoSigner(o Options) (*Signer, error) {
+	key := []byte(o.Secrets[0])
+	return signs(func(r *Request, now time.Time) error {
+		ts := unixMilli(now)
+		manifest := mercadoPagoManifest(queryValue(r.URL, "data.id"), r.Header.Get(mpRequestIDHeader), ts)
+		r.Header.Set(mpSigHeader, "ts="+ts+",v1="+hexMAC(hmacOf(sha256.New, key, []byte(manifest))))
+		return nil
+	})
 }

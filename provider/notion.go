@@ -43,6 +43,7 @@ var notionProvider = Provider{
 	EventType: "json:type",
 	Redact:    []string{notionHeader},
 	Handshake: func(Options) Handshaker { return notionHandshake },
+	signer:    bodySigner(notionHeader, "sha256=", sha256.New, hexMAC),
 	verifier: func(o Options) (Verifier, error) {
 		v := &notionVerifier{signed: hmacVerifier{
 			scheme: "notion", header: notionHeader, prefix: "sha256=",

@@ -29,5 +29,6 @@ var paddleProvider = Provider{
 	// paddle-node-sdk does; only a ts older than the tolerance is refused
 	// (paddle-go-sdk checks no time at all); hex digits are lower case
 	// only, since the Node and Python SDKs compare the hex strings.
+	signer:   stamped{header: paddleHeader, sep: ";", tsKey: "ts", sigKey: "h1", join: ":"}.signer,
 	verifier: stamped{scheme: "paddle", header: paddleHeader, sep: ";", tsKey: "ts", sigKey: "h1", join: ":", lowerHex: true}.verifier,
 }

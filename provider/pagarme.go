@@ -31,6 +31,7 @@ var pagarmeProvider = Provider{
 	Docs:      "https://docs.pagar.me/v4/docs/gerenciando-postbacks",
 	EventID:   "body-sha256",
 	Redact:    []string{pagarmeHeader},
+	signer:    bodySigner(pagarmeHeader, "sha1=", sha1.New, hexMAC),
 	verifier: func(o Options) (Verifier, error) {
 		return &pagarmeVerifier{
 			sha1: hmacVerifier{

@@ -43,6 +43,7 @@ var postmarkProvider = Provider{
 	EventType:     "json:RecordType",
 	Redact:        []string{"Authorization"},
 	SecretExample: "postmark:example-password",
+	signer:        postmarkSigner,
 	verifier: func(o Options) (Verifier, error) {
 		v := &postmarkVerifier{}
 		for i, s := range o.Secrets {
@@ -100,4 +101,17 @@ func (v *postmarkVerifier) Verify(h http.Header, _ []byte, _ time.Time) error {
 		return fmt.Errorf("postmark: Authorization: %w", ErrMismatch)
 	}
 	return nil
+}
+
+// postmarkSigner sends the user:password of the webhook URL as Basic
+// credentials, as Postmark does: it signs nothing.
+func postmarkSigner(o Options) (*Signer, error) {
+	if err := postmarkSecret(o.Secrets[0]); err != nil {
+		return nil, err
+	}
+	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte(o.Secrets[0]))
+	return signs(func(r *Request, _ time.Time) error {
+		r.Header.Set("Authorization", auth)
+		return nil
+	})
 }

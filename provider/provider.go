@@ -118,12 +118,24 @@ type Provider struct {
 	// carrying an event. Nothing of them is stored.
 	Handshake func(o Options) Handshaker
 
+	// SenderKey, for a scheme whose sender cannot sign with the secret a
+	// source verifies with, says what it signs with instead (a private key,
+	// where the source holds the public one); "" when the sender holds the
+	// source's secret.
+	SenderKey string
+
 	// verifier builds the scheme's verifier from options New has checked:
 	// secrets given and none empty (unless Unsigned), tolerance set.
 	verifier func(o Options) (Verifier, error)
 	// secret checks the format of one secret, for schemes whose secrets
 	// have one; its error never quotes the secret.
 	secret func(s string) error
+	// signer builds the scheme's signer from options NewSigner has
+	// checked: a first secret, not empty.
+	signer func(o Options) (*Signer, error)
+	// headers sets the provider's own headers of a delivery, after
+	// SetHeaders set the id and type headers; nil when it has none.
+	headers func(h http.Header, e Event)
 }
 
 // Setting is a source key, beyond the secret, that a scheme reads.

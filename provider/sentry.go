@@ -1,6 +1,10 @@
 package provider
 
-import "crypto/sha256"
+import (
+	"crypto/sha256"
+	"net/http"
+	"time"
+)
 
 // sentryProvider is Sentry's integration platform (internal and public
 // integrations; docs.sentry.io/organization/integrations/integration-platform/webhooks/).
@@ -30,10 +34,32 @@ var sentryProvider = Provider{
 	EventID:   "header:Request-ID",
 	EventType: "header:Sentry-Hook-Resource",
 	Redact:    []string{"Sentry-Hook-Signature"},
+	signer:    sentrySigner,
+	headers:   sentryHeaders,
 	verifier: func(o Options) (Verifier, error) {
 		return &hmacVerifier{
 			scheme: "sentry", header: "Sentry-Hook-Signature",
 			size: sha256.Size, lowerHex: true, keys: rawKeys(sha256.New, o.Secrets),
 		}, nil
 	},
+}
+
+// sentrySigner signs the body and sends the unsigned
+// Sentry-Hook-Timestamp Sentry sends beside it.
+func sentrySigner(o Options) (*Signer, error) {
+	key := []byte(o.Secrets[0])
+	return signs(func(r *Request, now time.Time) error {
+		r.Header.Set("Sentry-Hook-Signature", hexMAC(hmacOf(sha256.New, key, r.Body)))
+		r.Header.Set("Sentry-Hook-Timestamp", unix(now))
+		return nil
+	})
+}
+
+// sentryHeaders: Request-ID is made for each request Sentry builds, so a
+// retry carries a new one (see sentryProvider): the first attempt's is the
+// event's id, each later attempt's one derived from it.
+func sentryHeaders(h http.Header, e Event) {
+	if e.Attempt > 1 && e.ID != "" {
+		h.Set("Request-ID", derivedUUID(e.ID, e.Attempt))
+	}
 }

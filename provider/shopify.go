@@ -1,6 +1,9 @@
 package provider
 
-import "crypto/sha256"
+import (
+	"crypto/sha256"
+	"net/http"
+)
 
 // Header names of Shopify's webhooks, and of its Events deliveries, which
 // send the same values without the X- (and, for now, the X- ones too).
@@ -22,10 +25,18 @@ var shopifyProvider = Provider{
 	EventID:   "header:X-Shopify-Webhook-Id,header:Shopify-Event-Id",
 	EventType: "header:X-Shopify-Topic,header:Shopify-Topic",
 	Redact:    []string{shopifyHMAC, shopifyEventsHMAC},
+	signer:    bodySigner(shopifyHMAC, "", sha256.New, base64MAC),
+	headers:   shopifyHeaders,
 	verifier: func(o Options) (Verifier, error) {
 		return &hmacVerifier{
 			scheme: "shopify", header: shopifyHMAC, preferred: shopifyEventsHMAC,
 			size: sha256.Size, base64: true, keys: rawKeys(sha256.New, o.Secrets),
 		}, nil
 	},
+}
+
+// shopifyHeaders: the shop and API version every Shopify webhook names.
+func shopifyHeaders(h http.Header, _ Event) {
+	h.Set("X-Shopify-Shop-Domain", "example.myshopify.com")
+	h.Set("X-Shopify-Api-Version", "2025-07")
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,6 +32,8 @@ var slackProvider = Provider{
 	Tolerance: 5 * time.Minute, // as Slack's SDKs
 	Redact:    []string{slackSigHeader},
 	Handshake: func(Options) Handshaker { return slackHandshake },
+	signer:    prefixedSigner(slackSigHeader, slackTSHeader),
+	headers:   slackHeaders,
 	verifier: func(o Options) (Verifier, error) {
 		return &slackVerifier{keys: rawKeys(sha256.New, o.Secrets), tol: o.Tolerance}, nil
 	},
@@ -105,4 +108,13 @@ func (v *slackVerifier) Verify(h http.Header, body []byte, now time.Time) error 
 		}
 	}
 	return fmt.Errorf("slack: %s: %w", slackSigHeader, ErrMismatch)
+}
+
+// slackHeaders: a retry says which one it is and why (fire's retries are
+// of a timeout, or of an answer lost).
+func slackHeaders(h http.Header, e Event) {
+	if e.Attempt > 1 {
+		h.Set("X-Slack-Retry-Num", strconv.Itoa(e.Attempt-1))
+		h.Set("X-Slack-Retry-Reason", "http_timeout")
+	}
 }

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"crypto/hmac"
+	"crypto/sha1"
 	"crypto/sha256"
 	"fmt"
 	"net/http"
@@ -30,6 +31,7 @@ var squareProvider = Provider{
 	EventType: "json:type",
 	Redact:    []string{squareHeader, squareSHA1Header},
 	SignsURL:  true,
+	signer:    squareSigner,
 	verifier: func(o Options) (Verifier, error) {
 		return &squareVerifier{keys: rawKeys(sha256.New, o.Secrets)}, nil
 	},
@@ -57,4 +59,15 @@ func (v *squareVerifier) VerifyRequest(r *Request, _ time.Time) error {
 		}
 	}
 	return fmt.Errorf("square: %s: %w", squareHeader, ErrMismatch)
+}
+
+// squareSigner signs the notification URL and the body, and sends the
+// first scheme's SHA-1 signature of the same beside it, as Square does.
+func squareSigner(o Options) (*Signer, error) {
+	key := []byte(o.Secrets[0])
+	return signs(func(r *Request, _ time.Time) error {
+		r.Header.Set(squareHeader, base64MAC(hmacOf(sha256.New, key, []byte(r.URL), r.Body)))
+		r.Header.Set(squareSHA1Header, base64MAC(hmacOf(sha1.New, key, []byte(r.URL), r.Body)))
+		return nil
+	})
 }

@@ -28,6 +28,7 @@ var standardProvider = Provider{
 	EventType: "json:type",
 	Tolerance: 5 * time.Minute, // the spec's
 	Redact:    []string{standardHeaders[2], svixHeaders[2]},
+	signer:    standardSigner(&standardHeaders),
 	verifier: func(o Options) (Verifier, error) {
 		keys := make([]*macKey, len(o.Secrets))
 		for i, s := range o.Secrets {
@@ -149,4 +150,37 @@ func standardAnyV1(sig string, mac []byte) bool {
 		}
 	}
 	return false
+}
+
+// standardSigner signs as a Standard Webhooks sender does, under the
+// header names given (Svix's svix-* for Clerk and Resend): the id header,
+// which SetHeaders set, the timestamp and one v1 signature.
+func standardSigner(names *[3]string) func(Options) (*Signer, error) {
+	return func(o Options) (*Signer, error) {
+		s, err := NewStandardSigner(o.Secrets[:1])
+		if err != nil {
+			return nil, err
+		}
+		return signs(func(r *Request, now time.Time) error {
+			id := r.Header.Get(names[0])
+			if id == "" {
+				return fmt.Errorf("%s, the signed message id, is not set: %w", names[0], ErrMissing)
+			}
+			ts, sig := s.Sign(id, now, r.Body)
+			r.Header.Set(names[1], ts)
+			r.Header.Set(names[2], sig)
+			return nil
+		})
+	}
+}
+
+// svixHeader: Svix sends the message id as svix-id, beside which
+// SetHeaders' webhook-id (the first place the preset reads) would be an
+// unsigned second id: a Svix-delivered preset (clerk, resend) sends
+// svix-id alone.
+func svixHeader(h http.Header, _ Event) {
+	if id := h.Get(standardHeaders[0]); id != "" {
+		h.Del(standardHeaders[0])
+		h.Set(svixHeaders[0], id)
+	}
 }

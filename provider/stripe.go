@@ -19,5 +19,6 @@ var stripeProvider = Provider{
 	// Stripe-Signature: t=<unix>,v1=<hex>[,v1=<hex>][,v0=...] over
 	// "<t>.<body>", keyed with the whole whsec_ string, undecoded; hex
 	// digits of either case are accepted, as stripe-go does.
+	signer:   stamped{header: stripeHeader, sep: ",", tsKey: "t", sigKey: "v1", join: "."}.signer,
 	verifier: stamped{scheme: "stripe", header: stripeHeader, sep: ",", tsKey: "t", sigKey: "v1", join: "."}.verifier,
 }

@@ -14,6 +14,7 @@ var tokenProvider = Provider{
 	Name:      "token",
 	Signature: "`header` equals the secret",
 	Header:    "token",
+	signer:    tokenSchemeSigner,
 	verifier: func(o Options) (Verifier, error) {
 		header, err := headerName(o)
 		if err != nil {
@@ -62,4 +63,13 @@ func (v *tokenVerifier) Verify(h http.Header, _ []byte, _ time.Time) error {
 		return fmt.Errorf("%s: %s: %w", v.scheme, v.header, ErrMismatch)
 	}
 	return nil
+}
+
+// tokenSchemeSigner sends the secret in the header the source names.
+func tokenSchemeSigner(o Options) (*Signer, error) {
+	header, err := headerName(o)
+	if err != nil {
+		return nil, err
+	}
+	return tokenSigner(header)(o)
 }

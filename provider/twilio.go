@@ -50,6 +50,7 @@ var twilioProvider = Provider{
 	EventID:   "body-sha256",
 	Redact:    []string{twilioHeader},
 	SignsURL:  true,
+	signer:    twilioSigner,
 	verifier: func(o Options) (Verifier, error) {
 		return &twilioVerifier{keys: rawKeys(sha1.New, o.Secrets)}, nil
 	},
@@ -166,4 +167,28 @@ func twilioURLs(rawURL string) (withoutPort, withPort string, ok bool) {
 	}
 	head := scheme + "://" + userinfo + host
 	return head + tail, head + ":" + port + tail, true
+}
+
+// twilioSigner signs as Twilio does: a form body by its parameters, any
+// other body through the URL, whose query gets the body's bodySHA256
+// first (Twilio's JSON webhooks).
+func twilioSigner(o Options) (*Signer, error) {
+	key := []byte(o.Secrets[0])
+	return signs(func(r *Request, _ time.Time) error {
+		form := strings.HasPrefix(strings.ToLower(r.Header.Get("Content-Type")), "application/x-www-form-urlencoded")
+		if !form && queryValue(r.URL, "bodySHA256") == "" {
+			sum := sha256.Sum256(r.Body)
+			sep := "?"
+			if strings.Contains(r.URL, "?") {
+				sep = "&"
+			}
+			r.URL += sep + "bodySHA256=" + hex.EncodeToString(sum[:])
+		}
+		params, err := twilioParams(r.URL, r.Body)
+		if err != nil {
+			return err
+		}
+		r.Header.Set(twilioHeader, base64MAC(hmacOf(sha1.New, key, []byte(r.URL+params))))
+		return nil
+	})
 }

@@ -13,6 +13,7 @@ var typeformProvider = Provider{
 	EventID:   "json:event_id",
 	EventType: "json:event_type",
 	Redact:    []string{"Typeform-Signature"},
+	signer:    bodySigner("Typeform-Signature", "sha256=", sha256.New, base64MAC),
 	verifier: func(o Options) (Verifier, error) {
 		return &hmacVerifier{
 			scheme: "typeform", header: "Typeform-Signature", prefix: "sha256=",

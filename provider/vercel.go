@@ -21,6 +21,7 @@ var vercelProvider = Provider{
 	EventID:   "json:id",
 	EventType: "json:type",
 	Redact:    []string{"X-Vercel-Signature"},
+	signer:    bodySigner("X-Vercel-Signature", "", sha1.New, hexMAC),
 	verifier: func(o Options) (Verifier, error) {
 		return &hmacVerifier{
 			scheme: "vercel", header: "X-Vercel-Signature",

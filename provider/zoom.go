@@ -47,6 +47,7 @@ var zoomProvider = Provider{
 	Tolerance: 2 * time.Hour,
 	Redact:    []string{zoomSigHeader},
 	Handshake: func(o Options) Handshaker { return zoomHandshake(rawKeys(sha256.New, o.Secrets)) },
+	signer:    prefixedSigner(zoomSigHeader, zoomTSHeader),
 	verifier: func(o Options) (Verifier, error) {
 		return &zoomVerifier{keys: rawKeys(sha256.New, o.Secrets), tol: o.Tolerance}, nil
 	},
