@@ -44,8 +44,15 @@ var discordProvider = Provider{
 	Redact:        []string{discordSigHeader},
 	SecretExample: "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a",
 	Handshake:     func(Options) Handshaker { return discordHandshake },
-	signer:        discordSigner,
-	SenderKey:     "the Ed25519 private key of the pair whose public half the source holds (PKCS#8 PEM, or 128 hex digits): Discord keeps its own, so only an endpoint set up with a key of yours can be tested",
+	// An interaction must be answered within 3 seconds, and is never sent
+	// again.
+	Timeout: 3 * time.Second,
+	Retries: Retries{Note: "none: an interaction unanswered in time fails"},
+	Samples: []Sample{
+		{Type: "2", File: "discord/application_command.json", ID: "1216000000000000002", Resource: "1216000000000000004", Key: "json:guild_id"},
+	},
+	signer:    discordSigner,
+	SenderKey: "the Ed25519 private key of the pair whose public half the source holds (PKCS#8 PEM, or 128 hex digits): Discord keeps its own, so only an endpoint set up with a key of yours can be tested",
 	verifier: func(o Options) (Verifier, error) {
 		v := &discordVerifier{tol: o.Tolerance}
 		for i, s := range o.Secrets {

@@ -17,7 +17,16 @@ var githubProvider = Provider{
 	EventID:   "header:X-GitHub-Delivery",
 	EventType: "header:X-GitHub-Event",
 	Redact:    []string{"X-Hub-Signature-256", "X-Hub-Signature"},
-	signer:    githubSigner,
+	// "takes longer than 10 seconds to respond" is a failed delivery, and
+	// GitHub "does not automatically redeliver failed deliveries" (Handling
+	// failed webhook deliveries).
+	Timeout: 10 * time.Second,
+	Retries: Retries{Note: "none: GitHub does not redeliver a failed delivery by itself"},
+	Samples: []Sample{
+		{Type: "push", File: "github/push.json", ID: "72d3162e-cc78-11e3-81ab-4c9367dc0958", Resource: "feature-7c1e", Key: "json:ref", Version: "json:repository.pushed_at"},
+		{Type: "pull_request", File: "github/pull_request.json", ID: "9a4b6f52-3e10-11f0-8c1a-0242ac120002", Resource: "1885474921", Key: "json:pull_request.id", Version: "json:pull_request.updated_at"},
+	},
+	signer: githubSigner,
 	verifier: func(o Options) (Verifier, error) {
 		return &hmacVerifier{
 			scheme: "github", header: "X-Hub-Signature-256", prefix: "sha256=",

@@ -21,6 +21,11 @@ var hmacProvider = Provider{
 		{Key: "encoding", Choices: []string{"hex", "base64"}},
 		{Key: "prefix"},
 	},
+	TimeoutNote: "no provider",
+	Retries:     genericRetries,
+	Samples: []Sample{
+		{Type: "order.paid", File: "generic/event.json", ID: "evt_7wVnK2cP9xQ4mR1s", Resource: "ord_3Jb8Lp2Hq6Yt", Key: "json:data.object.id", Version: "json:created"},
+	},
 	signer:   newHMACSigner,
 	verifier: newHMAC,
 }

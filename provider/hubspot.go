@@ -42,7 +42,18 @@ var hubspotProvider = Provider{
 	Tolerance: 5 * time.Minute,
 	Redact:    []string{hubspotSigHeader, hubspotOldSigHeader},
 	SignsURL:  true,
-	signer:    hubspotSigner,
+	// Webhooks API: an answer later than 5 seconds is a failure, and a
+	// failed notification is sent again up to 10 times over the next 24
+	// hours, with varying delays.
+	Timeout: 5 * time.Second,
+	Retries: Retries{
+		Delays: backoff(10, time.Minute, 24*time.Hour),
+		Note:   "up to 10 times over 24 hours: 10 doubling delays over 24 hours",
+	},
+	Samples: []Sample{
+		{Type: "contact.propertyChange", File: "hubspot/contact.propertyChange.json", ID: "3816279340", Resource: "512", Key: "json:0.objectId", Version: "json:0.occurredAt"},
+	},
+	signer: hubspotSigner,
 	verifier: func(o Options) (Verifier, error) {
 		return &hubspotVerifier{keys: rawKeys(sha256.New, o.Secrets), tol: o.Tolerance}, nil
 	},

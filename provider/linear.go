@@ -27,8 +27,18 @@ var linearProvider = Provider{
 	// in either direction.
 	Tolerance: time.Minute,
 	Redact:    []string{linearHeader},
-	signer:    linearSigner,
-	headers:   linearHeaders,
+	// A 200 within 5 seconds, else 3 retries: after 1 minute, 1 hour and
+	// 6 hours.
+	Timeout: 5 * time.Second,
+	Retries: Retries{
+		Delays: []time.Duration{time.Minute, time.Hour, 6 * time.Hour},
+		Note:   "3 retries: after 1 minute, 1 hour and 6 hours",
+	},
+	Samples: []Sample{
+		{Type: "Issue", File: "linear/Issue.json", ID: "4f7a2b1c-9d8e-4f6a-b5c4-d3e2f1a0b9c8", Resource: "0f0e4e85-7e9a-4f1b-9c2d-3e4f5a6b7c8d", Key: "json:data.id", Version: "json:data.updatedAt"},
+	},
+	signer:  linearSigner,
+	headers: linearHeaders,
 	verifier: func(o Options) (Verifier, error) {
 		return &linearVerifier{
 			sig: hmacVerifier{

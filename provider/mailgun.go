@@ -64,7 +64,15 @@ var mailgunProvider = Provider{
 	// stored as received, and the token dedupe above is what keeps a stored
 	// one from being replayed. A webhook URL with user:password@ sends
 	// Authorization, the one credential header a Mailgun request can carry.
-	Redact: []string{"Authorization"},
+	Redact:      []string{"Authorization"},
+	TimeoutNote: "not published",
+	Retries: Retries{
+		Delays: []time.Duration{10 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 4 * time.Hour},
+		Note:   "for 8 hours: after 10, 10, 15 and 30 minutes, then 1, 2 and 4 hours",
+	},
+	Samples: []Sample{
+		{Type: "delivered", File: "mailgun/delivered.json", ID: "a8ce0edb2dd8301dee6c2405235584e45aa91d1e9f979f3de0", Resource: "20130503182626.18666.16540", Key: "json:event-data.message.headers.message-id", Version: "json:event-data.timestamp"},
+	},
 	signer: mailgunSigner,
 	verifier: func(o Options) (Verifier, error) {
 		return &mailgunVerifier{keys: rawKeys(sha256.New, o.Secrets), tol: o.Tolerance}, nil

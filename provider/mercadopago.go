@@ -52,7 +52,18 @@ var mercadopagoProvider = Provider{
 	EventType: "json:action,json:type",
 	Tolerance: 5 * 24 * time.Hour,
 	Redact:    []string{mpSigHeader},
-	signer:    mercadopagoSigner,
+	// A 200 or 201 within 22 seconds, else a retry every 15 minutes, less
+	// often after the third, for up to 4 days (Webhooks, "Validar
+	// notificaciones"): past the third, the intervals are not published.
+	Timeout: 22 * time.Second,
+	Retries: Retries{
+		Delays: append([]time.Duration{15 * time.Minute, 15 * time.Minute, 15 * time.Minute}, backoff(7, 30*time.Minute, 0)...),
+		Note:   "every 15 minutes 3 times, then less often for up to 4 days: doubling from 30 minutes",
+	},
+	Samples: []Sample{
+		{Type: "payment.updated", File: "mercadopago/payment.updated.json", Query: "data.id={{resource}}&type=payment", ID: "bb56a2f1-6aae-46ac-982e-9dcd3581d08e", Resource: "123456789012", Key: "json:data.id", Version: "json:date_created"},
+	},
+	signer: mercadopagoSigner,
 	verifier: func(o Options) (Verifier, error) {
 		return &mercadopagoVerifier{keys: rawKeys(sha256.New, o.Secrets), tol: o.Tolerance}, nil
 	},

@@ -118,6 +118,17 @@ type Provider struct {
 	// carrying an event. Nothing of them is stored.
 	Handshake func(o Options) Handshaker
 
+	// Timeout is how long the provider waits for an endpoint's answer
+	// before it counts the delivery failed; zero when it publishes none
+	// (TimeoutOr). TimeoutNote says where the value comes from.
+	Timeout     time.Duration
+	TimeoutNote string
+	// Retries is when the provider sends a failed delivery again.
+	Retries Retries
+	// Samples are realistic events of the provider, the first the one a
+	// sender uses unless told otherwise.
+	Samples []Sample
+
 	// SenderKey, for a scheme whose sender cannot sign with the secret a
 	// source verifies with, says what it signs with instead (a private key,
 	// where the source holds the public one); "" when the sender holds the

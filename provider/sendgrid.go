@@ -58,8 +58,17 @@ var sendgridProvider = Provider{
 	Tolerance:     48 * time.Hour,
 	Redact:        []string{sendgridSigHeader},
 	SecretExample: sendgridExampleKey,
-	signer:        sendgridSigner,
-	SenderKey:     "the ECDSA P-256 private key of the pair whose public half the source holds (PEM, or the base64 of its DER): SendGrid keeps its own, so only an endpoint set up with a key of yours can be tested",
+	// A failed POST is retried for up to 24 hours; intervals not published.
+	TimeoutNote: "not published",
+	Retries: Retries{
+		Delays: backoff(10, time.Minute, 24*time.Hour),
+		Note:   "for up to 24 hours, intervals not published: 10 doubling delays over 24 hours",
+	},
+	Samples: []Sample{
+		{File: "sendgrid/delivered.json", ID: "sZROwMGMagFgnOEmSdvhig", Resource: "14c5d75ce93", Key: "json:0.sg_message_id", Version: "json:0.timestamp"},
+	},
+	signer:    sendgridSigner,
+	SenderKey: "the ECDSA P-256 private key of the pair whose public half the source holds (PEM, or the base64 of its DER): SendGrid keeps its own, so only an endpoint set up with a key of yours can be tested",
 	verifier: func(o Options) (Verifier, error) {
 		v := &sendgridVerifier{tol: o.Tolerance}
 		for i, s := range o.Secrets {

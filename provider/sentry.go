@@ -34,8 +34,19 @@ var sentryProvider = Provider{
 	EventID:   "header:Request-ID",
 	EventType: "header:Sentry-Hook-Resource",
 	Redact:    []string{"Sentry-Hook-Signature"},
-	signer:    sentrySigner,
-	headers:   sentryHeaders,
+	// A webhook must be answered within 1 second; a timeout, a refused
+	// connection, 503 or 504 is retried three more times, five minutes
+	// apart, each under a new Request-ID (see above).
+	Timeout: time.Second,
+	Retries: Retries{
+		Delays: []time.Duration{5 * time.Minute, 5 * time.Minute, 5 * time.Minute},
+		Note:   "3 retries, 5 minutes apart, each with a new Request-ID",
+	},
+	Samples: []Sample{
+		{Type: "issue", File: "sentry/issue.json", ID: "a2c9e3f4-5b6d-4e7f-8a9b-0c1d2e3f4a5b", Resource: "1170820242", Key: "json:data.issue.id", Version: "json:data.issue.lastSeen"},
+	},
+	signer:  sentrySigner,
+	headers: sentryHeaders,
 	verifier: func(o Options) (Verifier, error) {
 		return &hmacVerifier{
 			scheme: "sentry", header: "Sentry-Hook-Signature",

@@ -32,8 +32,18 @@ var slackProvider = Provider{
 	Tolerance: 5 * time.Minute, // as Slack's SDKs
 	Redact:    []string{slackSigHeader},
 	Handshake: func(Options) Handshaker { return slackHandshake },
-	signer:    prefixedSigner(slackSigHeader, slackTSHeader),
-	headers:   slackHeaders,
+	// Events API: a 2xx within 3 seconds, else a retry "nearly
+	// immediately", then after 1 minute and after 5 (api.slack.com/apis/events-api).
+	Timeout: 3 * time.Second,
+	Retries: Retries{
+		Delays: []time.Duration{0, time.Minute, 5 * time.Minute},
+		Note:   "3 retries: at once, after 1 minute, after 5 minutes",
+	},
+	Samples: []Sample{
+		{Type: "app_mention", File: "slack/event_callback.json", ID: "Ev08MFMKH6", Resource: "C123ABC456", Key: "json:event.channel", Version: "json:event_time"},
+	},
+	signer:  prefixedSigner(slackSigHeader, slackTSHeader),
+	headers: slackHeaders,
 	verifier: func(o Options) (Verifier, error) {
 		return &slackVerifier{keys: rawKeys(sha256.New, o.Secrets), tol: o.Tolerance}, nil
 	},

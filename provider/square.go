@@ -31,7 +31,17 @@ var squareProvider = Provider{
 	EventType: "json:type",
 	Redact:    []string{squareHeader, squareSHA1Header},
 	SignsURL:  true,
-	signer:    squareSigner,
+	// A 2xx within 10 seconds; unsuccessful deliveries are retried for up
+	// to 24 hours (Troubleshoot webhooks), intervals not published.
+	Timeout: 10 * time.Second,
+	Retries: Retries{
+		Delays: backoff(10, time.Minute, 24*time.Hour),
+		Note:   "for up to 24 hours, intervals not published: 10 doubling delays over 24 hours",
+	},
+	Samples: []Sample{
+		{Type: "payment.updated", File: "square/payment.updated.json", ID: "6a8f5f28-54a1-4eb0-a98a-3111513fd4fc", Resource: "KkAkhdMsgzn59SM8A89WgKwekxLZY", Key: "json:data.id", Version: "json:data.object.payment.updated_at"},
+	},
+	signer: squareSigner,
 	verifier: func(o Options) (Verifier, error) {
 		return &squareVerifier{keys: rawKeys(sha256.New, o.Secrets)}, nil
 	},

@@ -21,7 +21,14 @@ var telegramProvider = Provider{
 	Docs:      "https://core.telegram.org/bots/api#setwebhook",
 	EventID:   "json:update_id",
 	Redact:    []string{"X-Telegram-Bot-Api-Secret-Token"},
-	signer:    telegramSigner,
+	// setWebhook: an unsuccessful request is given up "after a reasonable
+	// amount of attempts".
+	TimeoutNote: "not published",
+	Retries:     genericRetries,
+	Samples: []Sample{
+		{File: "telegram/message.json", ID: "123456789", Resource: "1111111", Key: "json:message.chat.id", Version: "json:message.date"},
+	},
+	signer: telegramSigner,
 	verifier: func(o Options) (Verifier, error) {
 		for i, s := range o.Secrets {
 			if err := telegramSecret(s); err != nil {

@@ -50,7 +50,15 @@ var twilioProvider = Provider{
 	EventID:   "body-sha256",
 	Redact:    []string{twilioHeader},
 	SignsURL:  true,
-	signer:    twilioSigner,
+	// Connection overrides: the default read timeout is 15 s, and by
+	// default only a failed connection is retried, once: a request that
+	// reached the endpoint is not sent again.
+	Timeout: 15 * time.Second,
+	Retries: Retries{Note: "none by default: only a failed connection is retried (connection overrides change it)"},
+	Samples: []Sample{
+		{File: "twilio/message.received.form", ContentType: "application/x-www-form-urlencoded", ID: "SM1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d", Resource: "15551230000"},
+	},
+	signer: twilioSigner,
 	verifier: func(o Options) (Verifier, error) {
 		return &twilioVerifier{keys: rawKeys(sha1.New, o.Secrets)}, nil
 	},

@@ -41,8 +41,14 @@ var twitchProvider = Provider{
 	Tolerance: 10 * time.Minute,
 	Redact:    []string{twitchSigHeader},
 	Handshake: func(Options) Handshaker { return twitchHandshake },
-	signer:    twitchSigner,
-	headers:   twitchHeaders,
+	// "within a few seconds", no number; retries with backoff, unpublished.
+	TimeoutNote: "not published (\"a few seconds\")",
+	Retries:     genericRetries,
+	Samples: []Sample{
+		{Type: "channel.follow", File: "twitch/channel.follow.json", ID: "e76c6bd4-55c9-4987-8304-da1588d8988b", Resource: "1337", Key: "json:event.broadcaster_user_id", Version: "json:event.followed_at"},
+	},
+	signer:  twitchSigner,
+	headers: twitchHeaders,
 	verifier: func(o Options) (Verifier, error) {
 		return &twitchVerifier{keys: rawKeys(sha256.New, o.Secrets), tol: o.Tolerance}, nil
 	},

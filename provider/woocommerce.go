@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // woocommerceProvider: X-WC-Webhook-Signature is the base64 of
@@ -32,8 +33,15 @@ var woocommerceProvider = Provider{
 	EventID:   "body-sha256",
 	EventType: "header:X-WC-Webhook-Topic",
 	Redact:    []string{"X-Wc-Webhook-Signature"},
-	signer:    bodySigner("X-Wc-Webhook-Signature", "", sha256.New, base64MAC),
-	headers:   woocommerceHeaders,
+	// WC_Webhook::deliver waits a minute (MINUTE_IN_SECONDS), and a failed
+	// delivery is not sent again.
+	Timeout: time.Minute,
+	Retries: Retries{Note: "none: a failed delivery is not sent again"},
+	Samples: []Sample{
+		{Type: "order.updated", File: "woocommerce/order.updated.json", ID: "d1f0e5c4b3a2", Resource: "727", Key: "json:id", Version: "json:date_modified_gmt"},
+	},
+	signer:  bodySigner("X-Wc-Webhook-Signature", "", sha256.New, base64MAC),
+	headers: woocommerceHeaders,
 	verifier: func(o Options) (Verifier, error) {
 		return &hmacVerifier{
 			scheme: "woocommerce", header: "X-Wc-Webhook-Signature",
