@@ -51,7 +51,7 @@ var hubspotProvider = Provider{
 		Note:   "up to 10 times over 24 hours: 10 doubling delays over 24 hours",
 	},
 	Samples: []Sample{
-		{Type: "contact.propertyChange", File: "hubspot/contact.propertyChange.json", ID: "3816279340", Resource: "512", Key: "json:0.objectId", Version: "json:0.occurredAt"},
+		{Type: "contact.propertyChange", File: "hubspot/contact.propertyChange.json", ID: "3816279340", Resource: "51203917", Key: "json:0.objectId", Version: "json:0.occurredAt"},
 	},
 	signer: hubspotSigner,
 	verifier: func(o Options) (Verifier, error) {

@@ -30,7 +30,7 @@ var lemonsqueezyProvider = Provider{
 		Note:   "3 retries with exponential backoff: after 5, 25 and 125 seconds",
 	},
 	Samples: []Sample{
-		{Type: "order_created", File: "lemonsqueezy/order_created.json", ID: "104e18a2-d755-4d4b-80c4-a6c1dcbe1c10", Resource: "1", Key: "json:data.id", Version: "json:data.attributes.updated_at"},
+		{Type: "order_created", File: "lemonsqueezy/order_created.json", ID: "104e18a2-d755-4d4b-80c4-a6c1dcbe1c10", Resource: "1829304", Key: "json:data.id", Version: "json:data.attributes.updated_at"},
 	},
 	signer: bodySigner("X-Signature", "", sha256.New, hexMAC),
 	verifier: func(o Options) (Verifier, error) {

@@ -45,7 +45,7 @@ var twitchProvider = Provider{
 	TimeoutNote: "not published (\"a few seconds\")",
 	Retries:     genericRetries,
 	Samples: []Sample{
-		{Type: "channel.follow", File: "twitch/channel.follow.json", ID: "e76c6bd4-55c9-4987-8304-da1588d8988b", Resource: "1337", Key: "json:event.broadcaster_user_id", Version: "json:event.followed_at"},
+		{Type: "channel.follow", File: "twitch/channel.follow.json", ID: "e76c6bd4-55c9-4987-8304-da1588d8988b", Resource: "13370042", Key: "json:event.broadcaster_user_id", Version: "json:event.followed_at"},
 	},
 	signer:  twitchSigner,
 	headers: twitchHeaders,

@@ -38,7 +38,7 @@ var woocommerceProvider = Provider{
 	Timeout: time.Minute,
 	Retries: Retries{Note: "none: a failed delivery is not sent again"},
 	Samples: []Sample{
-		{Type: "order.updated", File: "woocommerce/order.updated.json", ID: "d1f0e5c4b3a2", Resource: "727", Key: "json:id", Version: "json:date_modified_gmt"},
+		{Type: "order.updated", File: "woocommerce/order.updated.json", ID: "d1f0e5c4b3a2", Resource: "72791", Key: "json:id", Version: "json:date_modified_gmt"},
 	},
 	signer:  bodySigner("X-Wc-Webhook-Signature", "", sha256.New, base64MAC),
 	headers: woocommerceHeaders,
