@@ -22,6 +22,17 @@ type event struct {
 	// sentAs are the ids the endpoint read it under, in the order first
 	// sent: one, but for a provider that sends a new id with each attempt.
 	sentAs []string
+	// firstSent and lastSent are when its first and last requests went
+	// out; seen, when the probe first showed its effect.
+	firstSent, lastSent, seen time.Time
+}
+
+// sending records that a request of e goes out now.
+func (e *event) sending(now time.Time) {
+	if e.firstSent.IsZero() {
+		e.firstSent = now
+	}
+	e.lastSent = now
 }
 
 // newEvent is a fresh event of a fresh resource at at (whole seconds, so

@@ -14,6 +14,7 @@ package fire
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -281,6 +282,16 @@ type Millis time.Duration
 // MarshalJSON writes m in milliseconds, to the tenth.
 func (m Millis) MarshalJSON() ([]byte, error) {
 	return fmt.Appendf(nil, "%.1f", float64(m)/float64(time.Millisecond)), nil
+}
+
+// UnmarshalJSON reads milliseconds, as MarshalJSON writes them.
+func (m *Millis) UnmarshalJSON(b []byte) error {
+	var ms float64
+	if err := json.Unmarshal(b, &ms); err != nil {
+		return err
+	}
+	*m = Millis(ms * float64(time.Millisecond))
+	return nil
 }
 
 // D is m as a time.Duration.

@@ -154,10 +154,10 @@ func (r *Runner) count(ctx context.Context, events []*event) (counted, error) {
 	return c, nil
 }
 
-// settle is how long fire keeps watching once the effects it waits for
-// have shown, for a second one to come: a second, or a tenth of Wait if
-// that is shorter; after an attempt that timed out, at least the timeout,
-// as the handler may still be working on it.
+// settle is the least time fire keeps watching once the effects it waits
+// for have shown, for a second one to come: a second, or a tenth of Wait
+// if that is shorter; after an attempt that timed out, at least the
+// timeout, as the handler may still be working on it.
 func (r *Runner) settle(timedOut bool) time.Duration {
 	d := min(time.Second, r.Wait/10)
 	if timedOut {
@@ -166,35 +166,74 @@ func (r *Runner) settle(timedOut bool) time.Duration {
 	return d
 }
 
-// watch asks the probe until the newest event's effect has shown and then
-// held for settle, or Wait has passed, and returns the last answer.
+// watch asks the probe until the newest event's effect has shown and fire
+// has waited long enough for any later one, or Wait has passed, and
+// returns the last answer. Long enough is settle after it showed, and
+// after twice the handler's own delay (from the event's first request to
+// its effect) past the scenario's last request: a duplicate's effect, or
+// the older event's, comes about that delay after its request.
 func (r *Runner) watch(ctx context.Context, events []*event, settle time.Duration) (counted, error) {
 	deadline := time.Now().Add(r.Wait)
-	ni := newest(events)
-	var seen time.Time
+	e := events[newest(events)]
+	var last time.Time
+	for _, ev := range events {
+		if ev.lastSent.After(last) {
+			last = ev.lastSent
+		}
+	}
 	for {
 		c, err := r.count(ctx, events)
 		if err != nil {
 			return c, err
 		}
 		now := time.Now()
-		if c.effects[ni] > 0 {
-			if seen.IsZero() {
-				seen = now
-			}
-			if now.Sub(seen) >= settle {
+		if e.seen.IsZero() && c.effects[newest(events)] > 0 {
+			e.seen = now
+		}
+		if !e.seen.IsZero() {
+			delay := e.seen.Sub(e.firstSent)
+			if until := later(e.seen, last.Add(2*delay)).Add(settle); !now.Before(until) {
 				return c, nil
 			}
 		}
 		if now.After(deadline) {
 			return c, nil
 		}
-		select {
-		case <-ctx.Done():
-			return c, ctx.Err()
-		case <-time.After(probeEvery):
+		if err := sleep(ctx, probeEvery); err != nil {
+			return c, err
 		}
 	}
+}
+
+// later is the later of two times.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// pause waits d, asking the probe meanwhile (if there is one) so that the
+// time an event's effect first shows is known (watch); its errors are
+// left to watch to report.
+func (r *Runner) pause(ctx context.Context, d time.Duration, events []*event) error {
+	if r.Probe == nil {
+		return sleep(ctx, d)
+	}
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		if c, err := r.count(ctx, events); err == nil {
+			for i, n := range c.effects {
+				if n > 0 && events[i].seen.IsZero() {
+					events[i].seen = time.Now()
+				}
+			}
+		}
+		if err := sleep(ctx, min(probeEvery, time.Until(end))); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // newest is the index of the event with the latest time.
@@ -220,15 +259,14 @@ func (r *Runner) watchFor(ctx context.Context, e *event) error {
 			return err
 		}
 		if c.effects[0] > 0 {
+			e.seen = time.Now()
 			return nil
 		}
 		if time.Now().After(deadline) {
 			return errNoEffect
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(probeEvery):
+		if err := sleep(ctx, probeEvery); err != nil {
+			return err
 		}
 	}
 }

@@ -45,6 +45,7 @@ func (r *Runner) attempt(ctx context.Context, events []*event, i, n int, h how) 
 		return Answer{}, err
 	}
 	var a Answer
+	events[i].sending(time.Now())
 	if h == dropped {
 		a = sendAndDrop(ctx, w, r.Timeout)
 	} else {
@@ -78,6 +79,7 @@ func (r *Runner) dupPar(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	r.progress("%s: opening %d connections, then releasing their last bytes together", DupPar, r.N)
+	events[0].sending(time.Now())
 	answers := sendTogether(ctx, w, r.N, r.Timeout)
 	for i := range answers {
 		answers[i].Attempt, answers[i].Due = 1, true
@@ -174,7 +176,7 @@ func (r *Runner) storm(ctx context.Context) (Result, error) {
 		if n > 1 {
 			offset += time.Duration(float64(delays[n-2]) / speed)
 		}
-		if err := sleep(ctx, time.Until(start.Add(offset))); err != nil {
+		if err := r.pause(ctx, time.Until(start.Add(offset)), events); err != nil {
 			return Result{}, err
 		}
 		r.progress("%s: attempt %d of %d (%s's schedule, %.0f× faster)", Storm, n, len(delays)+1, r.Provider.Name, speed)
@@ -235,7 +237,8 @@ func (r *Runner) probeFailed(events []*event, answers []Answer, err error) Resul
 // than once, LOST if the newest event's never ran, STALE if the resource
 // was left at the older version, FAIL if an answer due was no 2xx (or
 // the probe failed); else ok when the effects were counted (and, for two
-// events, the version known), acked when not.
+// events, the version known), acked when not (without a probe, with no
+// detail: the report's header says so).
 func (r *Runner) verdict(events []*event, answers []Answer, c *counted, probeErr error) Result {
 	res := Result{ResourceID: events[0].resource, Answers: answers}
 	res.P99, res.InTime = latency(answers, r.Timeout)
@@ -313,9 +316,6 @@ func (r *Runner) verdict(events []*event, answers []Answer, c *counted, probeErr
 	var detail []string
 	for _, v := range []string{Double, Lost, Stale, Fail, ""} {
 		detail = append(detail, found[v]...)
-	}
-	if c == nil && probeErr == nil {
-		detail = append(detail, "no probe: the effects were not counted")
 	}
 	res.Detail = strings.Join(detail, "; ")
 	return res
