@@ -12,7 +12,7 @@ var noneProvider = Provider{
 	Signature:   "nothing is checked (needs `insecure = true`)",
 	Unsigned:    true,
 	TimeoutNote: "no provider",
-	Retries:     genericRetries,
+	Retries:     schemeRetries,
 	Samples: []Sample{
 		{Type: "order.paid", File: "generic/event.json", ID: "evt_7wVnK2cP9xQ4mR1s", Resource: "ord_3Jb8Lp2Hq6Yt", Key: "json:data.object.id", Version: "json:created"},
 	},

@@ -167,12 +167,15 @@ func (r Retries) Total() time.Duration {
 // provider publishes no timeout (Provider.Timeout is zero).
 const DefaultTimeout = 10 * time.Second
 
-// genericRetries is the schedule of a scheme without a provider, and of a
-// provider that retries without publishing when.
-var genericRetries = Retries{
-	Delays: backoff(5, time.Minute, 0),
-	Note:   "not published: 5 retries doubling from 1 minute",
-}
+// genericRetries is the schedule of a provider that retries without
+// publishing when; schemeRetries that of a scheme without a provider.
+var (
+	genericRetries = Retries{
+		Delays: backoff(5, time.Minute, 0),
+		Note:   "not published: a generic schedule, 5 retries doubling from 1 minute",
+	}
+	schemeRetries = Retries{Delays: genericRetries.Delays, Note: "no provider: a generic schedule, 5 retries doubling from 1 minute"}
+)
 
 // backoff is n delays doubling from first; with total set, they add up to
 // about total (a provider's "n times over total, with exponential
