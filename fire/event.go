@@ -83,7 +83,7 @@ func (r *Runner) request(e *event, attempt int, now time.Time) (*wire, error) {
 		}
 	}
 	h := http.Header{}
-	h.Set("Content-Type", contentType(r.Sample, r.Template))
+	h.Set("Content-Type", r.contentType)
 	h.Set("User-Agent", "hookbox-fire")
 	r.Provider.SetHeaders(r.Options, h, provider.Event{ID: e.id, Type: r.Sample.Type, Attempt: attempt})
 	req := &provider.Request{Method: http.MethodPost, URL: signed, Header: h, Body: body}

@@ -124,6 +124,8 @@ type Runner struct {
 	Progress func(string)
 	// Now is the clock the requests are signed with (time.Now if nil).
 	Now func() time.Time
+
+	contentType string // of Template: Validate sets it
 }
 
 // Validate checks the Runner's settings: a URL of http or https, a signer,
@@ -157,6 +159,7 @@ func (r *Runner) Validate() error {
 	if _, err := r.idLocation(); err != nil {
 		return err
 	}
+	r.contentType = contentType(r.Sample, r.Template)
 	// One event built as the scenarios build them: its template fills, it
 	// signs, and its id is where the endpoint reads it.
 	e := r.newEvent(r.now())

@@ -3,6 +3,7 @@ package fire_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
@@ -451,4 +452,54 @@ func TestWriteTable(t *testing.T) {
 		}
 	}
 	fmt.Fprint(io.Discard, out)
+}
+
+// Sentry sends each retry under a new Request-ID: a handler that dedupes
+// on it runs a retried event twice, and fire, counting over every id the
+// event was sent under, says so; one that dedupes on the body does not.
+func TestRunner_SentryRetriesCarryNewIDs(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, eventID, want string
+	}{
+		{"Request-ID", "", fire.Double},
+		{"body", "body-sha256", fire.OK},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var mu sync.Mutex
+			effects := map[string]int{}
+			mux := http.NewServeMux()
+			mux.HandleFunc("POST /hook", func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				key := r.Header.Get("Request-ID")
+				if c.eventID != "" {
+					key = fmt.Sprintf("%x", sha256.Sum256(body))
+				}
+				mu.Lock()
+				effects[key]++ // the handler's dedupe keeps it at one per key
+				if effects[key] > 1 {
+					effects[key] = 1
+				}
+				mu.Unlock()
+			})
+			mux.HandleFunc("GET /count", func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				defer mu.Unlock()
+				fmt.Fprint(w, effects[r.URL.Query().Get("event_id")])
+			})
+			srv := httptest.NewServer(mux)
+			t.Cleanup(srv.Close)
+			p, _ := provider.Lookup("sentry")
+			o := provider.Options{Scheme: "sentry", EventID: c.eventID}
+			signer, _ := provider.NewSigner(provider.Options{Scheme: "sentry", Secrets: []string{"s"}})
+			probe, _ := fire.NewURLProbe(srv.URL + "/count")
+			r := &fire.Runner{URL: srv.URL + "/hook", Provider: p, Options: o, Signer: signer, Sample: p.Samples[0], Template: p.Samples[0].Body(),
+				Timeout: 2 * time.Second, N: 5, Speed: 1e6, Wait: 2 * time.Second, Probe: probe}
+			rs := results(t, r, fire.DupSeq)
+			wantVerdict(t, rs, fire.DupSeq, c.want)
+			if e := rs[fire.DupSeq].Events[0]; c.eventID == "" && len(e.SentAs) != 2 {
+				t.Errorf("sent as %v, want two Request-IDs", e.SentAs)
+			}
+		})
+	}
 }

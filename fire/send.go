@@ -142,6 +142,8 @@ func sendAndDrop(ctx context.Context, w *wire, timeout time.Duration) Answer {
 		return Answer{Error: "connect: " + err.Error()}
 	}
 	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
+	defer stop()
 	if err := conn.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
 		return Answer{Error: err.Error()}
 	}
