@@ -359,7 +359,13 @@ func TestFire_ExitCodes(t *testing.T) {
 	row := func(out, scenario, verdict string) bool {
 		return regexp.MustCompile(`(?m)^` + scenario + ` +` + verdict + ` `).MatchString(out)
 	}
-	if code, out := run(nil, stripe("--scenario", "dup-seq,dup-par,lost-response,timeout,storm")...); code != 0 || !row(out, "storm", "ok") || !row(out, "dup-par", "ok") {
+	// The probe as words: a script and its argument.
+	script := filepath.Join(t.TempDir(), "probe.sh")
+	if err := os.WriteFile(script, []byte("exec awk -F '\t' '"+fireProbe+"' \"$1\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	words := "sh " + script + " " + h.Log
+	if code, out := run(nil, stripe("--probe-cmd", words, "--scenario", "dup-seq,dup-par,lost-response,timeout,storm")...); code != 0 || !row(out, "storm", "ok") || !row(out, "dup-par", "ok") || !strings.Contains(out, "probe: "+words) {
 		t.Errorf("every scenario but out-of-order: exit %d, want 0\n%s", code, out)
 	}
 	if code, out := run(nil, stripe("--scenario", "out-of-order")...); code != 1 || !row(out, "out-of-order", "STALE") || !strings.Contains(out, "fire: 1 of 1 scenarios failed: out-of-order STALE") {
