@@ -3,7 +3,10 @@
 // signed and their signatures checked over the raw request bytes, where
 // its events carry their id and type, whether it signs a timestamp and how
 // much clock difference it accepts, which of its headers hold credentials,
-// and the handshake it asks of a new endpoint (Slack's url_verification).
+// and the handshake it asks of a new endpoint (Slack's url_verification);
+// and, for hookbox fire, the sender's side: how it signs (NewSigner) and
+// which headers it sends (SetHeaders), how long it waits for an answer,
+// when it retries, and realistic events of it (Samples, Fill).
 //
 // The schemes are the provider presets (stripe, github, standard for
 // Standard Webhooks and Svix, …: the README's preset table lists them

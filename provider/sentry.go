@@ -66,11 +66,16 @@ func sentrySigner(o Options) (*Signer, error) {
 	})
 }
 
-// sentryHeaders: Request-ID is made for each request Sentry builds, so a
-// retry carries a new one (see sentryProvider): the first attempt's is the
-// event's id, each later attempt's one derived from it.
+// sentryHeaders: Sentry sends a Request-ID with every request, made for
+// each request it builds, so a retry carries a new one (see
+// sentryProvider): the first attempt's is the event's id, each later
+// attempt's one derived from it; set whatever the source's event_id.
 func sentryHeaders(h http.Header, e Event) {
-	if e.Attempt > 1 && e.ID != "" {
+	switch {
+	case e.ID == "":
+	case e.Attempt > 1:
 		h.Set("Request-ID", derivedUUID(e.ID, e.Attempt))
+	default:
+		h.Set("Request-ID", e.ID)
 	}
 }

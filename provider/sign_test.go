@@ -255,8 +255,8 @@ func TestSetHeaders(t *testing.T) {
 	if h := set("hmac", o, e); h.Get("X-Event-Id") != "evt_1" || len(h) != 1 {
 		t.Errorf("hmac with event_id header:X-Event-Id: %v", h)
 	}
-	if h := set("sentry", provider.Options{EventID: "body-sha256"}, e); h.Get("Request-Id") != "" || h.Get("Sentry-Hook-Resource") != "thing.done" {
-		t.Errorf("sentry with event_id body-sha256: %v, want the type alone", h)
+	if h := set("sentry", provider.Options{EventID: "body-sha256"}, e); h.Get("Request-Id") != "evt_1" || h.Get("Sentry-Hook-Resource") != "thing.done" {
+		t.Errorf("sentry with event_id body-sha256: %v, want its Request-ID and type all the same", h)
 	}
 	retry := e
 	retry.Attempt = 3

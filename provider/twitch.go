@@ -132,6 +132,5 @@ func twitchSigner(o Options) (*Signer, error) {
 // Twitch-Eventsub-Message-Retry carries (0 on the first attempt).
 func twitchHeaders(h http.Header, e Event) {
 	h.Set(twitchTypeHeader, "notification")
-	h.Set("Twitch-Eventsub-Subscription-Version", "1")
 	h.Set("Twitch-Eventsub-Message-Retry", strconv.Itoa(max(e.Attempt-1, 0)))
 }
