@@ -211,6 +211,9 @@ func TestMain(m *testing.M) {
 	if builtBinary.dir != "" {
 		os.RemoveAll(builtBinary.dir)
 	}
+	if builtFireTarget.dir != "" {
+		os.RemoveAll(builtFireTarget.dir)
+	}
 	os.Exit(code)
 }
 

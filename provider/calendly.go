@@ -27,5 +27,13 @@ var calendlyProvider = Provider{
 	Redact:    []string{calendlyHeader},
 	// One t, every v1 tried, hex digits in lower case as the docs' string
 	// comparison needs.
+	// A read timeout of 15 seconds, 10 to connect (Webhook timeouts);
+	// retries not published.
+	Timeout: 15 * time.Second,
+	Retries: genericRetries,
+	Samples: []Sample{
+		{Type: "invitee.created", File: "calendly/invitee.created.json", ID: "BBBBBBBBBBBBBBBB", Resource: "GBGBDCAADAEDCRZ2", Key: "json:payload.event", Version: "json:payload.updated_at"},
+	},
+	signer:   stamped{header: calendlyHeader, sep: ",", tsKey: "t", sigKey: "v1", join: "."}.signer,
 	verifier: stamped{scheme: "calendly", header: calendlyHeader, sep: ",", tsKey: "t", sigKey: "v1", join: ".", lowerHex: true}.verifier,
 }

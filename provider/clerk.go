@@ -19,6 +19,15 @@ var clerkProvider = Provider{
 	EventType: "json:type",
 	Tolerance: 5 * time.Minute,
 	Redact:    []string{standardHeaders[2], svixHeaders[2]},
-	verifier:  func(o Options) (Verifier, error) { return standardProvider.verifier(o) },
-	secret:    func(s string) error { return standardProvider.secret(s) },
+	// Delivered by Svix.
+	Timeout:     15 * time.Second,
+	TimeoutNote: "Svix's, which delivers Clerk's webhooks",
+	Retries:     svixRetries,
+	Samples: []Sample{
+		{Type: "user.created", File: "clerk/user.created.json", ID: "msg_2lBkWi9G4qtt8C0ytA8r7h4Y9fG", Resource: "user_29w83sxmDNGwOuEthce5gg56FcC", Key: "json:data.id", Version: "json:data.updated_at"},
+	},
+	signer:   standardSigner(&svixHeaders),
+	headers:  svixHeader,
+	verifier: func(o Options) (Verifier, error) { return standardProvider.verifier(o) },
+	secret:   func(s string) error { return standardProvider.secret(s) },
 }

@@ -1,11 +1,16 @@
 package provider
 
 import (
+	"bytes"
 	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"hookbox/location"
@@ -39,6 +44,15 @@ var discordProvider = Provider{
 	Redact:        []string{discordSigHeader},
 	SecretExample: "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a",
 	Handshake:     func(Options) Handshaker { return discordHandshake },
+	// An interaction must be answered within 3 seconds, and is never sent
+	// again.
+	Timeout: 3 * time.Second,
+	Retries: Retries{Note: "none: an interaction unanswered in time fails"},
+	Samples: []Sample{
+		{Type: "2", File: "discord/application_command.json", ID: "1216000000000000002", Resource: "1216000000000000004", Key: "json:guild_id"},
+	},
+	signer:    discordSigner,
+	SenderKey: "the Ed25519 private key of the pair whose public half the source holds (PKCS#8 PEM, or 128 hex digits): Discord keeps its own, so only an endpoint set up with a key of yours can be tested",
 	verifier: func(o Options) (Verifier, error) {
 		v := &discordVerifier{tol: o.Tolerance}
 		for i, s := range o.Secrets {
@@ -111,4 +125,62 @@ func discordHandshake(r *location.Request) (Reply, bool) {
 		return Reply{}, false
 	}
 	return JSONReply(map[string]int{"type": 1}), true
+}
+
+// discordSigner signs with an Ed25519 private key, whose public half the
+// source holds. Discord keeps the private key of an application's public
+// key: only an endpoint set up with the public half of a pair of one's own
+// can be sent requests signed this way.
+func discordSigner(o Options) (*Signer, error) {
+	k, err := discordPrivateKey(o.Secrets[0])
+	if err != nil {
+		return nil, err
+	}
+	s, _ := signs(func(r *Request, now time.Time) error {
+		ts := unix(now)
+		msg := append([]byte(ts), r.Body...)
+		r.Header.Set(discordTSHeader, ts)
+		r.Header.Set(discordSigHeader, hex.EncodeToString(ed25519.Sign(k, msg)))
+		return nil
+	})
+	s.public = hex.EncodeToString(k.Public().(ed25519.PublicKey))
+	return s, nil
+}
+
+// discordPrivateKey parses an Ed25519 private key: a PKCS#8 PEM block, as
+// openssl genpkey -algorithm ed25519 writes it, or 128 hex digits (seed
+// and public key, as Go and NaCl hold it). 64 hex digits are refused: that
+// is the form of the public key, which cannot sign.
+func discordPrivateKey(s string) (ed25519.PrivateKey, error) {
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "-----BEGIN") {
+		block, _ := pem.Decode([]byte(s))
+		if block == nil || block.Type != "PRIVATE KEY" {
+			return nil, errors.New("want a PEM \"PRIVATE KEY\" block (PKCS#8), as openssl genpkey -algorithm ed25519 writes")
+		}
+		k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+		if err != nil {
+			return nil, errors.New("the PEM block is not a PKCS#8 private key")
+		}
+		ed, ok := k.(ed25519.PrivateKey)
+		if !ok {
+			return nil, errors.New("the PEM block is not an Ed25519 private key, which Discord signs with")
+		}
+		return ed, nil
+	}
+	switch len(s) {
+	case 2 * ed25519.PublicKeySize:
+		return nil, errors.New("64 hex digits is an application's public key, which verifies but cannot sign: sign with the private key of its pair (PKCS#8 PEM, or 128 hex digits)")
+	case 2 * ed25519.PrivateKeySize:
+		k := make([]byte, ed25519.PrivateKeySize)
+		if !decodeHex(k, s, false) {
+			return nil, errors.New("not hex")
+		}
+		priv := ed25519.NewKeyFromSeed(k[:ed25519.SeedSize])
+		if !bytes.Equal(priv, k) {
+			return nil, errors.New("the last 32 bytes are not the public key of the first 32")
+		}
+		return priv, nil
+	}
+	return nil, errors.New("want an Ed25519 private key: PKCS#8 PEM, or 128 hex digits")
 }

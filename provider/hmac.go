@@ -21,6 +21,12 @@ var hmacProvider = Provider{
 		{Key: "encoding", Choices: []string{"hex", "base64"}},
 		{Key: "prefix"},
 	},
+	TimeoutNote: "no provider",
+	Retries:     schemeRetries,
+	Samples: []Sample{
+		{Type: "order.paid", File: "generic/event.json", ID: "evt_7wVnK2cP9xQ4mR1s", Resource: "ord_3Jb8Lp2Hq6Yt", Key: "json:data.object.id", Version: "json:created"},
+	},
+	signer:   newHMACSigner,
 	verifier: newHMAC,
 }
 
@@ -50,4 +56,33 @@ func newHMAC(o Options) (Verifier, error) {
 		return nil, fmt.Errorf("signature: hmac: unknown encoding %q (want hex or base64)", o.Encoding)
 	}
 	return v, nil
+}
+
+// newHMACSigner signs as the source's settings say: its header, prefix,
+// algorithm and encoding (hex in lower case).
+func newHMACSigner(o Options) (*Signer, error) {
+	header, err := headerName(o)
+	if err != nil {
+		return nil, err
+	}
+	var fn func() hash.Hash
+	switch strings.ToLower(o.Algorithm) {
+	case "", "sha256":
+		fn = sha256.New
+	case "sha1":
+		fn = sha1.New
+	case "sha512":
+		fn = sha512.New
+	default:
+		return nil, fmt.Errorf("unknown algorithm %q (want sha256, sha1 or sha512)", o.Algorithm)
+	}
+	enc := hexMAC
+	switch strings.ToLower(o.Encoding) {
+	case "", "hex":
+	case "base64":
+		enc = base64MAC
+	default:
+		return nil, fmt.Errorf("unknown encoding %q (want hex or base64)", o.Encoding)
+	}
+	return bodySigner(header, o.Prefix, fn, enc)(o)
 }

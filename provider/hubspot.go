@@ -42,6 +42,18 @@ var hubspotProvider = Provider{
 	Tolerance: 5 * time.Minute,
 	Redact:    []string{hubspotSigHeader, hubspotOldSigHeader},
 	SignsURL:  true,
+	// Webhooks API: an answer later than 5 seconds is a failure, and a
+	// failed notification is sent again up to 10 times over the next 24
+	// hours, with varying delays.
+	Timeout: 5 * time.Second,
+	Retries: Retries{
+		Delays: backoff(10, time.Minute, 24*time.Hour),
+		Note:   "up to 10 times over 24 hours: 10 doubling delays over 24 hours",
+	},
+	Samples: []Sample{
+		{Type: "contact.propertyChange", File: "hubspot/contact.propertyChange.json", ID: "3816279340", Resource: "51203917", Key: "json:0.objectId", Version: "json:0.occurredAt"},
+	},
+	signer: hubspotSigner,
 	verifier: func(o Options) (Verifier, error) {
 		return &hubspotVerifier{keys: rawKeys(sha256.New, o.Secrets), tol: o.Tolerance}, nil
 	},
@@ -98,4 +110,20 @@ func hubspotURI(uri string) string {
 		return uri
 	}
 	return hubspotDecode.Replace(uri)
+}
+
+// hubspotSigner signs the method, the URI (its escapes decoded as HubSpot
+// decodes them), the body and a timestamp in milliseconds.
+func hubspotSigner(o Options) (*Signer, error) {
+	key := []byte(o.Secrets[0])
+	return signs(func(r *Request, now time.Time) error {
+		ts := unixMilli(now)
+		method := r.Method
+		if method == "" {
+			method = http.MethodPost
+		}
+		r.Header.Set(hubspotTSHeader, ts)
+		r.Header.Set(hubspotSigHeader, base64MAC(hmacOf(sha256.New, key, []byte(method+hubspotURI(r.URL)), r.Body, []byte(ts))))
+		return nil
+	})
 }

@@ -1,6 +1,9 @@
 package provider
 
-import "crypto/sha256"
+import (
+	"crypto/sha256"
+	"time"
+)
 
 // lemonsqueezyProvider: X-Signature is the lower-case hex of
 // HMAC-SHA256(signing secret, body) (docs.lemonsqueezy.com/help/webhooks/
@@ -15,12 +18,21 @@ import "crypto/sha256"
 // body (meta.event_name, the resource's updated_at). A copy sent under
 // another X-Event-Name is a duplicate too.
 var lemonsqueezyProvider = Provider{
-	Name:      "lemonsqueezy",
-	Signature: "`X-Signature` (hex), no timestamp",
-	Docs:      "https://docs.lemonsqueezy.com/help/webhooks/signing-requests",
-	EventID:   "body-sha256",
-	EventType: "header:X-Event-Name",
-	Redact:    []string{"X-Signature"},
+	Name:        "lemonsqueezy",
+	Signature:   "`X-Signature` (hex), no timestamp",
+	Docs:        "https://docs.lemonsqueezy.com/help/webhooks/signing-requests",
+	EventID:     "body-sha256",
+	EventType:   "header:X-Event-Name",
+	Redact:      []string{"X-Signature"},
+	TimeoutNote: "not published",
+	Retries: Retries{
+		Delays: []time.Duration{5 * time.Second, 25 * time.Second, 125 * time.Second},
+		Note:   "3 retries with exponential backoff: after 5, 25 and 125 seconds",
+	},
+	Samples: []Sample{
+		{Type: "order_created", File: "lemonsqueezy/order_created.json", ID: "104e18a2-d755-4d4b-80c4-a6c1dcbe1c10", Resource: "1829304", Key: "json:data.id", Version: "json:data.attributes.updated_at"},
+	},
+	signer: bodySigner("X-Signature", "", sha256.New, hexMAC),
 	verifier: func(o Options) (Verifier, error) {
 		// Lemon Squeezy's examples compare the lower-case hex strings.
 		return &hmacVerifier{

@@ -27,6 +27,18 @@ var linearProvider = Provider{
 	// in either direction.
 	Tolerance: time.Minute,
 	Redact:    []string{linearHeader},
+	// A 200 within 5 seconds, else 3 retries: after 1 minute, 1 hour and
+	// 6 hours.
+	Timeout: 5 * time.Second,
+	Retries: Retries{
+		Delays: []time.Duration{time.Minute, time.Hour, 6 * time.Hour},
+		Note:   "3 retries: after 1 minute, 1 hour and 6 hours",
+	},
+	Samples: []Sample{
+		{Type: "Issue", File: "linear/Issue.json", ID: "4f7a2b1c-9d8e-4f6a-b5c4-d3e2f1a0b9c8", Resource: "0f0e4e85-7e9a-4f1b-9c2d-3e4f5a6b7c8d", Key: "json:data.id", Version: "json:data.updatedAt"},
+	},
+	signer:  linearSigner,
+	headers: linearHeaders,
 	verifier: func(o Options) (Verifier, error) {
 		return &linearVerifier{
 			sig: hmacVerifier{
@@ -87,4 +99,26 @@ func linearTimestamp(body []byte) (int64, error) {
 		return 0, fmt.Errorf("not a whole number of milliseconds: %w", ErrMalformed)
 	}
 	return ms, nil
+}
+
+// linearSigner sets the body's webhookTimestamp to the time of sending, in
+// milliseconds, as Linear does on every delivery, then signs the body.
+func linearSigner(o Options) (*Signer, error) {
+	key := []byte(o.Secrets[0])
+	return signs(func(r *Request, now time.Time) error {
+		body, err := setMember(r.Body, "webhookTimestamp", []byte(unixMilli(now)))
+		if err != nil {
+			return fmt.Errorf("webhookTimestamp: %w", err)
+		}
+		r.Body = body
+		r.Header.Set(linearHeader, hexMAC(hmacOf(sha256.New, key, r.Body)))
+		return nil
+	})
+}
+
+// linearHeaders: Linear-Event repeats the body's type.
+func linearHeaders(h http.Header, e Event) {
+	if e.Type != "" {
+		h.Set("Linear-Event", e.Type)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,7 +64,16 @@ var mailgunProvider = Provider{
 	// stored as received, and the token dedupe above is what keeps a stored
 	// one from being replayed. A webhook URL with user:password@ sends
 	// Authorization, the one credential header a Mailgun request can carry.
-	Redact: []string{"Authorization"},
+	Redact:      []string{"Authorization"},
+	TimeoutNote: "not published",
+	Retries: Retries{
+		Delays: []time.Duration{10 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 4 * time.Hour},
+		Note:   "for 8 hours: after 10, 10, 15 and 30 minutes, then 1, 2 and 4 hours",
+	},
+	Samples: []Sample{
+		{Type: "delivered", File: "mailgun/delivered.json", ID: "a8ce0edb2dd8301dee6c2405235584e45aa91d1e9f979f3de0", Resource: "20130503182626.18666.16540", Key: "json:event-data.message.headers.message-id", Version: "json:event-data.timestamp"},
+	},
+	signer: mailgunSigner,
 	verifier: func(o Options) (Verifier, error) {
 		return &mailgunVerifier{keys: rawKeys(sha256.New, o.Secrets), tol: o.Tolerance}, nil
 	},
@@ -172,4 +182,47 @@ func decodeOne(body []byte, v any) bool {
 	}
 	_, err := dec.Token()
 	return errors.Is(err, io.EOF)
+}
+
+// mailgunSigner fills in the body's signature object: its timestamp and
+// token as the body has them, so that every attempt of an event carries
+// the first attempt's block as Mailgun's retries do (a timestamp missing
+// is the time of sending, a token missing one made from the body's hash,
+// so the same body gets the same token), and their signature. The object
+// is written {"timestamp","token","signature"}, every other byte of the
+// body kept.
+func mailgunSigner(o Options) (*Signer, error) {
+	key := []byte(o.Secrets[0])
+	return signs(func(r *Request, now time.Time) error {
+		var doc map[string]json.RawMessage
+		if !decodeOne(r.Body, &doc) || doc == nil {
+			return errNotObject
+		}
+		var fields map[string]json.RawMessage
+		_ = json.Unmarshal(doc["signature"], &fields)
+		var ts, token string
+		jsonText(fields["timestamp"], &ts)
+		jsonText(fields["token"], &token)
+		if ts == "" {
+			ts = unix(now)
+		}
+		if token == "" {
+			sum := sha256.Sum256(r.Body)
+			token = hex.EncodeToString(sum[:])[:50]
+		}
+		block, err := json.Marshal(struct {
+			Timestamp string `json:"timestamp"`
+			Token     string `json:"token"`
+			Signature string `json:"signature"`
+		}{ts, token, hexMAC(hmacOf(sha256.New, key, []byte(ts+token)))})
+		if err != nil {
+			return err
+		}
+		body, err := setMember(r.Body, "signature", block)
+		if err != nil {
+			return err
+		}
+		r.Body = body
+		return nil
+	})
 }

@@ -52,6 +52,18 @@ var mercadopagoProvider = Provider{
 	EventType: "json:action,json:type",
 	Tolerance: 5 * 24 * time.Hour,
 	Redact:    []string{mpSigHeader},
+	// A 200 or 201 within 22 seconds, else a retry every 15 minutes, less
+	// often after the third, for up to 4 days (Webhooks, "Validar
+	// notificaciones"): past the third, the intervals are not published.
+	Timeout: 22 * time.Second,
+	Retries: Retries{
+		Delays: append([]time.Duration{15 * time.Minute, 15 * time.Minute, 15 * time.Minute}, backoff(7, 30*time.Minute, 0)...),
+		Note:   "every 15 minutes 3 times, then less often for up to 4 days: doubling from 30 minutes",
+	},
+	Samples: []Sample{
+		{Type: "payment.updated", File: "mercadopago/payment.updated.json", Query: "data.id={{resource}}&type=payment", ID: "bb56a2f1-6aae-46ac-982e-9dcd3581d08e", Resource: "123456789012", Key: "json:data.id", Version: "json:date_created"},
+	},
+	signer: mercadopagoSigner,
 	verifier: func(o Options) (Verifier, error) {
 		return &mercadopagoVerifier{keys: rawKeys(sha256.New, o.Secrets), tol: o.Tolerance}, nil
 	},
@@ -160,4 +172,17 @@ func queryValue(rawURL, name string) string {
 	query, _, _ = strings.Cut(query, "#")
 	vals, _ := url.ParseQuery(query)
 	return vals.Get(name)
+}
+
+// mercadopagoSigner signs the manifest of the URL's data.id, the
+// x-request-id header SetHeaders set and a timestamp in milliseconds, as
+// sdk-go reads it.
+func mercadopagoSigner(o Options) (*Signer, error) {
+	key := []byte(o.Secrets[0])
+	return signs(func(r *Request, now time.Time) error {
+		ts := unixMilli(now)
+		manifest := mercadoPagoManifest(queryValue(r.URL, "data.id"), r.Header.Get(mpRequestIDHeader), ts)
+		r.Header.Set(mpSigHeader, "ts="+ts+",v1="+hexMAC(hmacOf(sha256.New, key, []byte(manifest))))
+		return nil
+	})
 }

@@ -29,5 +29,16 @@ var paddleProvider = Provider{
 	// paddle-node-sdk does; only a ts older than the tolerance is refused
 	// (paddle-go-sdk checks no time at all); hex digits are lower case
 	// only, since the Node and Python SDKs compare the hex strings.
+	// A 200 within five seconds; live accounts retry up to 60 times over 3
+	// days with exponential backoff (Handle webhook delivery).
+	Timeout: 5 * time.Second,
+	Retries: Retries{
+		Delays: backoff(60, time.Minute, 72*time.Hour),
+		Note:   "live: up to 60 times over 3 days with exponential backoff: doubling from 1 minute, capped to fit",
+	},
+	Samples: []Sample{
+		{Type: "transaction.completed", File: "paddle/transaction.completed.json", ID: "evt_01hv8x2kz6t4v3m1n7p9q2r5s8", Resource: "txn_01hv8wptq8987qeep44cyrewp9", Key: "json:data.id", Version: "json:occurred_at"},
+	},
+	signer:   stamped{header: paddleHeader, sep: ";", tsKey: "ts", sigKey: "h1", join: ":"}.signer,
 	verifier: stamped{scheme: "paddle", header: paddleHeader, sep: ";", tsKey: "ts", sigKey: "h1", join: ":", lowerHex: true}.verifier,
 }

@@ -26,11 +26,17 @@ const pagarmeHeader = "X-Hub-Signature"
 // date_updated). A form body has no place a location can read a type
 // from: set event_type on a source whose postbacks are JSON.
 var pagarmeProvider = Provider{
-	Name:      "pagarme",
-	Signature: "`X-Hub-Signature` (`sha1=` or `sha256=` hex, keyed with the API key), no timestamp",
-	Docs:      "https://docs.pagar.me/v4/docs/gerenciando-postbacks",
-	EventID:   "body-sha256",
-	Redact:    []string{pagarmeHeader},
+	Name:        "pagarme",
+	Signature:   "`X-Hub-Signature` (`sha1=` or `sha256=` hex, keyed with the API key), no timestamp",
+	Docs:        "https://docs.pagar.me/v4/docs/gerenciando-postbacks",
+	EventID:     "body-sha256",
+	Redact:      []string{pagarmeHeader},
+	TimeoutNote: "not published",
+	Retries:     genericRetries,
+	Samples: []Sample{
+		{File: "pagarme/transaction_status_changed.form", ContentType: "application/x-www-form-urlencoded", ID: "po_cjlzhftgo0tg0hm73c0uh0zfq", Resource: "4521327"},
+	},
+	signer: bodySigner(pagarmeHeader, "sha1=", sha1.New, hexMAC),
 	verifier: func(o Options) (Verifier, error) {
 		return &pagarmeVerifier{
 			sha1: hmacVerifier{

@@ -43,6 +43,17 @@ var postmarkProvider = Provider{
 	EventType:     "json:RecordType",
 	Redact:        []string{"Authorization"},
 	SecretExample: "postmark:example-password",
+	// Retries, for a webhook Postmark could not deliver: 1, 5, 10, 10, 10,
+	// 15 and 30 minutes, then 1, 2 and 6 hours.
+	TimeoutNote: "not published",
+	Retries: Retries{
+		Delays: []time.Duration{time.Minute, 5 * time.Minute, 10 * time.Minute, 10 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 6 * time.Hour},
+		Note:   "10 retries: after 1, 5, 10, 10, 10, 15 and 30 minutes, then 1, 2 and 6 hours",
+	},
+	Samples: []Sample{
+		{Type: "Delivery", File: "postmark/Delivery.json", ID: "00000000-0000-0000-0000-000000000000", Resource: "883953f4-6105-42a2-a16a-77a8eac79483", Key: "json:MessageID", Version: "json:DeliveredAt"},
+	},
+	signer: postmarkSigner,
 	verifier: func(o Options) (Verifier, error) {
 		v := &postmarkVerifier{}
 		for i, s := range o.Secrets {
@@ -100,4 +111,17 @@ func (v *postmarkVerifier) Verify(h http.Header, _ []byte, _ time.Time) error {
 		return fmt.Errorf("postmark: Authorization: %w", ErrMismatch)
 	}
 	return nil
+}
+
+// postmarkSigner sends the user:password of the webhook URL as Basic
+// credentials, as Postmark does: it signs nothing.
+func postmarkSigner(o Options) (*Signer, error) {
+	if err := postmarkSecret(o.Secrets[0]); err != nil {
+		return nil, err
+	}
+	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte(o.Secrets[0]))
+	return signs(func(r *Request, _ time.Time) error {
+		r.Header.Set("Authorization", auth)
+		return nil
+	})
 }

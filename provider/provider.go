@@ -3,7 +3,10 @@
 // signed and their signatures checked over the raw request bytes, where
 // its events carry their id and type, whether it signs a timestamp and how
 // much clock difference it accepts, which of its headers hold credentials,
-// and the handshake it asks of a new endpoint (Slack's url_verification).
+// and the handshake it asks of a new endpoint (Slack's url_verification);
+// and, for hookbox fire, the sender's side: how it signs (NewSigner) and
+// which headers it sends (SetHeaders), how long it waits for an answer,
+// when it retries, and realistic events of it (Samples, Fill).
 //
 // The schemes are the provider presets (stripe, github, standard for
 // Standard Webhooks and Svix, …: the README's preset table lists them
@@ -118,12 +121,35 @@ type Provider struct {
 	// carrying an event. Nothing of them is stored.
 	Handshake func(o Options) Handshaker
 
+	// Timeout is how long the provider waits for an endpoint's answer
+	// before it counts the delivery failed; zero when it publishes none
+	// (TimeoutOr). TimeoutNote says where the value comes from.
+	Timeout     time.Duration
+	TimeoutNote string
+	// Retries is when the provider sends a failed delivery again.
+	Retries Retries
+	// Samples are realistic events of the provider, the first the one a
+	// sender uses unless told otherwise.
+	Samples []Sample
+
+	// SenderKey, for a scheme whose sender cannot sign with the secret a
+	// source verifies with, says what it signs with instead (a private key,
+	// where the source holds the public one); "" when the sender holds the
+	// source's secret.
+	SenderKey string
+
 	// verifier builds the scheme's verifier from options New has checked:
 	// secrets given and none empty (unless Unsigned), tolerance set.
 	verifier func(o Options) (Verifier, error)
 	// secret checks the format of one secret, for schemes whose secrets
 	// have one; its error never quotes the secret.
 	secret func(s string) error
+	// signer builds the scheme's signer from options NewSigner has
+	// checked: a first secret, not empty.
+	signer func(o Options) (*Signer, error)
+	// headers sets the provider's own headers of a delivery, after
+	// SetHeaders set the id and type headers; nil when it has none.
+	headers func(h http.Header, e Event)
 }
 
 // Setting is a source key, beyond the secret, that a scheme reads.

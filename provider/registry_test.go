@@ -3,6 +3,7 @@ package provider_test
 import (
 	"bufio"
 	"cmp"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -302,6 +303,68 @@ func TestSlackHandshake(t *testing.T) {
 		"command=%2Fweather&text=ssl_check%3D1", "ssl_check=0&token=t", "ssl_check=1;x"} {
 		if reply, ok := handshake(t, "slack", o, nil, body); ok {
 			t.Errorf("%q answered %q, want no handshake", body, reply.Body)
+		}
+	}
+}
+
+// fireRows are the rows of the README's table of what hookbox fire sends
+// as each preset: its answer timeout, its retries (the storm), its samples
+// and where their version is.
+func fireRows() []string {
+	var rows []string
+	for _, p := range provider.All() {
+		timeout := p.TimeoutOr().String()
+		if p.TimeoutNote != "" {
+			timeout += " (" + p.TimeoutNote + ")"
+		} else if p.Timeout == 0 {
+			timeout += " (not published)"
+		}
+		var types []string
+		for _, s := range p.Samples {
+			if s.Type == "" {
+				types = append(types, "(untyped)")
+			} else {
+				types = append(types, "`"+s.Type+"`")
+			}
+		}
+		version := "-"
+		if v := p.Samples[0].Version; v != "" {
+			version = "`" + v + "`"
+		}
+		rows = append(rows, fmt.Sprintf("| `%s` | %s | %s | %s | %s |", p.Name, timeout, p.Retries.Note, strings.Join(types, ", "), version))
+	}
+	return rows
+}
+
+// The README's fire table is the registry's: every preset's row, as
+// fireRows writes it.
+func TestRegistry_FireTable(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const head = "| preset | answer timeout | retries (the storm) | samples (`--type`) | version |"
+	text := string(b)
+	i := strings.Index(text, head)
+	if i < 0 {
+		t.Fatalf("README has no table %q", head)
+	}
+	var got []string
+	for _, line := range strings.Split(text[i:], "\n")[2:] {
+		if !strings.HasPrefix(line, "| `") {
+			break
+		}
+		got = append(got, line)
+	}
+	want := fireRows()
+	for i := range max(len(got), len(want)) {
+		switch {
+		case i >= len(got):
+			t.Errorf("README's fire table lacks the row\n%s", want[i])
+		case i >= len(want):
+			t.Errorf("README's fire table has a row the registry has not:\n%s", got[i])
+		case got[i] != want[i]:
+			t.Errorf("README's fire table row\n%s\nwant\n%s", got[i], want[i])
 		}
 	}
 }

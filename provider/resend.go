@@ -19,6 +19,15 @@ var resendProvider = Provider{
 	EventType: "json:type",
 	Tolerance: 5 * time.Minute,
 	Redact:    []string{standardHeaders[2], svixHeaders[2]},
-	verifier:  func(o Options) (Verifier, error) { return standardProvider.verifier(o) },
-	secret:    func(s string) error { return standardProvider.secret(s) },
+	// Delivered by Svix.
+	Timeout:     15 * time.Second,
+	TimeoutNote: "Svix's, which delivers Resend's webhooks",
+	Retries:     svixRetries,
+	Samples: []Sample{
+		{Type: "email.delivered", File: "resend/email.delivered.json", ID: "msg_2mKq8e1XbZ4vTnPy3QsR7wLh9aC", Resource: "4ef9a417-02e9-4d39-ad75-9611e0fcc33c", Key: "json:data.email_id", Version: "json:created_at"},
+	},
+	signer:   standardSigner(&svixHeaders),
+	headers:  svixHeader,
+	verifier: func(o Options) (Verifier, error) { return standardProvider.verifier(o) },
+	secret:   func(s string) error { return standardProvider.secret(s) },
 }

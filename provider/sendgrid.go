@@ -3,9 +3,11 @@ package provider
 import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/http"
@@ -56,6 +58,17 @@ var sendgridProvider = Provider{
 	Tolerance:     48 * time.Hour,
 	Redact:        []string{sendgridSigHeader},
 	SecretExample: sendgridExampleKey,
+	// A failed POST is retried for up to 24 hours; intervals not published.
+	TimeoutNote: "not published",
+	Retries: Retries{
+		Delays: backoff(10, time.Minute, 24*time.Hour),
+		Note:   "for up to 24 hours, intervals not published: 10 doubling delays over 24 hours",
+	},
+	Samples: []Sample{
+		{File: "sendgrid/delivered.json", ID: "sZROwMGMagFgnOEmSdvhig", Resource: "14c5d75ce93", Key: "json:0.sg_message_id", Version: "json:0.timestamp"},
+	},
+	signer:    sendgridSigner,
+	SenderKey: "the ECDSA P-256 private key of the pair whose public half the source holds (PEM, or the base64 of its DER): SendGrid keeps its own, so only an endpoint set up with a key of yours can be tested",
 	verifier: func(o Options) (Verifier, error) {
 		v := &sendgridVerifier{tol: o.Tolerance}
 		for i, s := range o.Secrets {
@@ -150,4 +163,73 @@ func (v *sendgridVerifier) Verify(h http.Header, body []byte, now time.Time) err
 		}
 	}
 	return fmt.Errorf("sendgrid: %s: %w", sendgridSigHeader, ErrMismatch)
+}
+
+// sendgridSigner signs with an ECDSA P-256 private key, whose public half
+// the source holds. SendGrid keeps the private key of the verification
+// key its settings show: only an endpoint set up with the public half of a
+// pair of one's own can be sent requests signed this way. ECDSA
+// signatures are random: two signatures of one request differ, and both
+// verify.
+func sendgridSigner(o Options) (*Signer, error) {
+	k, err := sendgridPrivateKey(o.Secrets[0])
+	if err != nil {
+		return nil, err
+	}
+	der, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
+	if err != nil {
+		return nil, err
+	}
+	s, _ := signs(func(r *Request, now time.Time) error {
+		ts := unix(now)
+		d := sha256.New()
+		d.Write([]byte(ts))
+		d.Write(r.Body)
+		sig, err := ecdsa.SignASN1(rand.Reader, k, d.Sum(nil))
+		if err != nil {
+			return err
+		}
+		r.Header.Set(sendgridTSHeader, ts)
+		r.Header.Set(sendgridSigHeader, base64.StdEncoding.EncodeToString(sig))
+		return nil
+	})
+	s.public = base64.StdEncoding.EncodeToString(der)
+	return s, nil
+}
+
+// sendgridPrivateKey parses an ECDSA P-256 private key: a PEM block, "EC
+// PRIVATE KEY" (as openssl ecparam -genkey writes it) or PKCS#8 "PRIVATE
+// KEY", or the base64 of either's DER. A public key is refused: it
+// cannot sign.
+func sendgridPrivateKey(s string) (*ecdsa.PrivateKey, error) {
+	s = strings.TrimSpace(s)
+	var der []byte
+	if strings.HasPrefix(s, "-----BEGIN") {
+		block, _ := pem.Decode([]byte(s))
+		if block == nil {
+			return nil, errors.New("not a PEM block")
+		}
+		der = block.Bytes
+	} else {
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return nil, errors.New("want an ECDSA P-256 private key: PEM, or the base64 of its DER")
+		}
+		der = b
+	}
+	var key any
+	if k, err := x509.ParseECPrivateKey(der); err == nil {
+		key = k
+	} else if k, err := x509.ParsePKCS8PrivateKey(der); err == nil {
+		key = k
+	} else if _, err := x509.ParsePKIXPublicKey(der); err == nil {
+		return nil, errors.New("this is a public verification key, which verifies but cannot sign: sign with the private key of its pair")
+	} else {
+		return nil, errors.New("not a private key (want an ECDSA P-256 private key: PEM, or the base64 of its DER)")
+	}
+	k, ok := key.(*ecdsa.PrivateKey)
+	if !ok || k.Curve != elliptic.P256() {
+		return nil, errors.New("not an ECDSA P-256 private key, which SendGrid signs with")
+	}
+	return k, nil
 }

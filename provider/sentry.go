@@ -1,6 +1,10 @@
 package provider
 
-import "crypto/sha256"
+import (
+	"crypto/sha256"
+	"net/http"
+	"time"
+)
 
 // sentryProvider is Sentry's integration platform (internal and public
 // integrations; docs.sentry.io/organization/integrations/integration-platform/webhooks/).
@@ -30,10 +34,48 @@ var sentryProvider = Provider{
 	EventID:   "header:Request-ID",
 	EventType: "header:Sentry-Hook-Resource",
 	Redact:    []string{"Sentry-Hook-Signature"},
+	// A webhook must be answered within 1 second; a timeout, a refused
+	// connection, 503 or 504 is retried three more times, five minutes
+	// apart, each under a new Request-ID (see above).
+	Timeout: time.Second,
+	Retries: Retries{
+		Delays: []time.Duration{5 * time.Minute, 5 * time.Minute, 5 * time.Minute},
+		Note:   "3 retries, 5 minutes apart, each with a new Request-ID",
+	},
+	Samples: []Sample{
+		{Type: "issue", File: "sentry/issue.json", ID: "a2c9e3f4-5b6d-4e7f-8a9b-0c1d2e3f4a5b", Resource: "1170820242", Key: "json:data.issue.id", Version: "json:data.issue.lastSeen"},
+	},
+	signer:  sentrySigner,
+	headers: sentryHeaders,
 	verifier: func(o Options) (Verifier, error) {
 		return &hmacVerifier{
 			scheme: "sentry", header: "Sentry-Hook-Signature",
 			size: sha256.Size, lowerHex: true, keys: rawKeys(sha256.New, o.Secrets),
 		}, nil
 	},
+}
+
+// sentrySigner signs the body and sends the unsigned
+// Sentry-Hook-Timestamp Sentry sends beside it.
+func sentrySigner(o Options) (*Signer, error) {
+	key := []byte(o.Secrets[0])
+	return signs(func(r *Request, now time.Time) error {
+		r.Header.Set("Sentry-Hook-Signature", hexMAC(hmacOf(sha256.New, key, r.Body)))
+		r.Header.Set("Sentry-Hook-Timestamp", unix(now))
+		return nil
+	})
+}
+
+// sentryHeaders: Sentry sends a Request-ID with every request, made for
+// each request it builds, so a retry carries a new one (see
+// sentryProvider): the first attempt's is the event's id, each later
+// attempt's one derived from it; set whatever the source's event_id.
+func sentryHeaders(h http.Header, e Event) {
+	switch {
+	case e.ID == "":
+	case e.Attempt > 1:
+		h.Set("Request-ID", derivedUUID(e.ID, e.Attempt))
+	default:
+		h.Set("Request-ID", e.ID)
+	}
 }

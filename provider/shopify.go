@@ -1,6 +1,10 @@
 package provider
 
-import "crypto/sha256"
+import (
+	"crypto/sha256"
+	"net/http"
+	"time"
+)
 
 // Header names of Shopify's webhooks, and of its Events deliveries, which
 // send the same values without the X- (and, for now, the X- ones too).
@@ -22,10 +26,29 @@ var shopifyProvider = Provider{
 	EventID:   "header:X-Shopify-Webhook-Id,header:Shopify-Event-Id",
 	EventType: "header:X-Shopify-Topic,header:Shopify-Topic",
 	Redact:    []string{shopifyHMAC, shopifyEventsHMAC},
+	// 1 second to connect and 5 to answer; 8 retries over 4 hours with
+	// exponential backoff (shopify.dev, HTTPS delivery; the 2024-09 changelog).
+	Timeout: 5 * time.Second,
+	Retries: Retries{
+		Delays: backoff(8, time.Minute, 4*time.Hour),
+		Note:   "8 times over 4 hours with exponential backoff: doubling from 1 minute, capped to fit",
+	},
+	Samples: []Sample{
+		{Type: "orders/create", File: "shopify/orders-create.json", ID: "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043", Resource: "820982911946154508", Key: "json:id", Version: "json:updated_at"},
+		{Type: "orders/updated", File: "shopify/orders-updated.json", ID: "7e0a6c1d-43f2-4b9e-9d1a-2c3b4d5e6f70", Resource: "820982911946154508", Key: "json:id", Version: "json:updated_at"},
+	},
+	signer:  bodySigner(shopifyHMAC, "", sha256.New, base64MAC),
+	headers: shopifyHeaders,
 	verifier: func(o Options) (Verifier, error) {
 		return &hmacVerifier{
 			scheme: "shopify", header: shopifyHMAC, preferred: shopifyEventsHMAC,
 			size: sha256.Size, base64: true, keys: rawKeys(sha256.New, o.Secrets),
 		}, nil
 	},
+}
+
+// shopifyHeaders: the shop and API version every Shopify webhook names.
+func shopifyHeaders(h http.Header, _ Event) {
+	h.Set("X-Shopify-Shop-Domain", "example.myshopify.com")
+	h.Set("X-Shopify-Api-Version", "2025-07")
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,6 +32,18 @@ var slackProvider = Provider{
 	Tolerance: 5 * time.Minute, // as Slack's SDKs
 	Redact:    []string{slackSigHeader},
 	Handshake: func(Options) Handshaker { return slackHandshake },
+	// Events API: a 2xx within 3 seconds, else a retry "nearly
+	// immediately", then after 1 minute and after 5 (api.slack.com/apis/events-api).
+	Timeout: 3 * time.Second,
+	Retries: Retries{
+		Delays: []time.Duration{0, time.Minute, 5 * time.Minute},
+		Note:   "3 retries: at once, after 1 minute, after 5 minutes",
+	},
+	Samples: []Sample{
+		{Type: "app_mention", File: "slack/event_callback.json", ID: "Ev08MFMKH6", Resource: "C123ABC456", Key: "json:event.channel", Version: "json:event_time"},
+	},
+	signer:  prefixedSigner(slackSigHeader, slackTSHeader),
+	headers: slackHeaders,
 	verifier: func(o Options) (Verifier, error) {
 		return &slackVerifier{keys: rawKeys(sha256.New, o.Secrets), tol: o.Tolerance}, nil
 	},
@@ -105,4 +118,13 @@ func (v *slackVerifier) Verify(h http.Header, body []byte, now time.Time) error 
 		}
 	}
 	return fmt.Errorf("slack: %s: %w", slackSigHeader, ErrMismatch)
+}
+
+// slackHeaders: a retry says which one it is and why (fire's retries are
+// of a timeout, or of an answer lost).
+func slackHeaders(h http.Header, e Event) {
+	if e.Attempt > 1 {
+		h.Set("X-Slack-Retry-Num", strconv.Itoa(e.Attempt-1))
+		h.Set("X-Slack-Retry-Reason", "http_timeout")
+	}
 }

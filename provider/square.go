@@ -2,6 +2,7 @@ package provider
 
 import (
 	"crypto/hmac"
+	"crypto/sha1"
 	"crypto/sha256"
 	"fmt"
 	"net/http"
@@ -30,6 +31,17 @@ var squareProvider = Provider{
 	EventType: "json:type",
 	Redact:    []string{squareHeader, squareSHA1Header},
 	SignsURL:  true,
+	// A 2xx within 10 seconds; unsuccessful deliveries are retried for up
+	// to 24 hours (Troubleshoot webhooks), intervals not published.
+	Timeout: 10 * time.Second,
+	Retries: Retries{
+		Delays: backoff(10, time.Minute, 24*time.Hour),
+		Note:   "for up to 24 hours, intervals not published: 10 doubling delays over 24 hours",
+	},
+	Samples: []Sample{
+		{Type: "payment.updated", File: "square/payment.updated.json", ID: "6a8f5f28-54a1-4eb0-a98a-3111513fd4fc", Resource: "KkAkhdMsgzn59SM8A89WgKwekxLZY", Key: "json:data.id", Version: "json:data.object.payment.updated_at"},
+	},
+	signer: squareSigner,
 	verifier: func(o Options) (Verifier, error) {
 		return &squareVerifier{keys: rawKeys(sha256.New, o.Secrets)}, nil
 	},
@@ -57,4 +69,15 @@ func (v *squareVerifier) VerifyRequest(r *Request, _ time.Time) error {
 		}
 	}
 	return fmt.Errorf("square: %s: %w", squareHeader, ErrMismatch)
+}
+
+// squareSigner signs the notification URL and the body, and sends the
+// first scheme's SHA-1 signature of the same beside it, as Square does.
+func squareSigner(o Options) (*Signer, error) {
+	key := []byte(o.Secrets[0])
+	return signs(func(r *Request, _ time.Time) error {
+		r.Header.Set(squareHeader, base64MAC(hmacOf(sha256.New, key, []byte(r.URL), r.Body)))
+		r.Header.Set(squareSHA1Header, base64MAC(hmacOf(sha1.New, key, []byte(r.URL), r.Body)))
+		return nil
+	})
 }

@@ -123,3 +123,17 @@ func (s stamped) anySig(val string, mac []byte, prefix string) bool {
 	}
 	return false
 }
+
+// signer signs as the provider does: one timestamp entry, and one
+// signature entry, the lower-case hex of HMAC-SHA256 over
+// "<timestamp><join><body>" keyed with the secret as the provider shows
+// it.
+func (s stamped) signer(o Options) (*Signer, error) {
+	key := []byte(o.Secrets[0])
+	return signs(func(r *Request, now time.Time) error {
+		ts := unix(now)
+		sig := hexMAC(hmacOf(sha256.New, key, []byte(ts+s.join), r.Body))
+		r.Header.Set(s.header, s.tsKey+"="+ts+s.sep+s.sigKey+"="+sig)
+		return nil
+	})
+}

@@ -28,6 +28,15 @@ var standardProvider = Provider{
 	EventType: "json:type",
 	Tolerance: 5 * time.Minute, // the spec's
 	Redact:    []string{standardHeaders[2], svixHeaders[2]},
+	// The spec leaves the timeout and the schedule to the sender; these are
+	// Svix's, the reference sender (docs.svix.com/retries).
+	Timeout:     15 * time.Second,
+	TimeoutNote: "Svix's: the spec fixes none",
+	Retries:     svixRetries,
+	Samples: []Sample{
+		{Type: "contact.created", File: "standard/contact.created.json", ID: "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", Resource: "1f81eb52-5198-4599-803e-771906343485", Key: "json:data.id", Version: "json:timestamp"},
+	},
+	signer: standardSigner(&standardHeaders),
 	verifier: func(o Options) (Verifier, error) {
 		keys := make([]*macKey, len(o.Secrets))
 		for i, s := range o.Secrets {
@@ -149,4 +158,45 @@ func standardAnyV1(sig string, mac []byte) bool {
 		}
 	}
 	return false
+}
+
+// standardSigner signs as a Standard Webhooks sender does, under the
+// header names given (Svix's svix-* for Clerk and Resend): the id header,
+// which SetHeaders set, the timestamp and one v1 signature.
+func standardSigner(names *[3]string) func(Options) (*Signer, error) {
+	return func(o Options) (*Signer, error) {
+		s, err := NewStandardSigner(o.Secrets[:1])
+		if err != nil {
+			return nil, err
+		}
+		return signs(func(r *Request, now time.Time) error {
+			id := r.Header.Get(names[0])
+			if id == "" {
+				return fmt.Errorf("%s, the signed message id, is not set: %w", names[0], ErrMissing)
+			}
+			ts, sig := s.Sign(id, now, r.Body)
+			r.Header.Set(names[1], ts)
+			r.Header.Set(names[2], sig)
+			return nil
+		})
+	}
+}
+
+// svixHeader: Svix sends the message id as svix-id, beside which
+// SetHeaders' webhook-id (the first place the preset reads) would be an
+// unsigned second id: a Svix-delivered preset (clerk, resend) sends
+// svix-id alone.
+func svixHeader(h http.Header, _ Event) {
+	if id := h.Get(standardHeaders[0]); id != "" {
+		h.Del(standardHeaders[0])
+		h.Set(svixHeaders[0], id)
+	}
+}
+
+// svixRetries is the schedule of Svix, which delivers the standard,
+// clerk and resend webhooks: each period starts at the failure of the
+// attempt before (docs.svix.com/retries).
+var svixRetries = Retries{
+	Delays: []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour},
+	Note:   "Svix's: after 5 seconds, 5 minutes, 30 minutes, 2 hours, 5 hours, 10 hours and 10 hours",
 }

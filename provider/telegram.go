@@ -21,6 +21,14 @@ var telegramProvider = Provider{
 	Docs:      "https://core.telegram.org/bots/api#setwebhook",
 	EventID:   "json:update_id",
 	Redact:    []string{"X-Telegram-Bot-Api-Secret-Token"},
+	// setWebhook: an unsuccessful request is given up "after a reasonable
+	// amount of attempts".
+	TimeoutNote: "not published",
+	Retries:     genericRetries,
+	Samples: []Sample{
+		{File: "telegram/message.json", ID: "123456789", Resource: "1111111", Key: "json:message.chat.id", Version: "json:message.date"},
+	},
+	signer: telegramSigner,
 	verifier: func(o Options) (Verifier, error) {
 		for i, s := range o.Secrets {
 			if err := telegramSecret(s); err != nil {
@@ -47,4 +55,13 @@ func telegramSecret(s string) error {
 		return errors.New("want only A-Z, a-z, 0-9, _ and -, as Telegram's secret_token")
 	}
 	return nil
+}
+
+// telegramSigner sends the secret_token, which must be one setWebhook
+// takes.
+func telegramSigner(o Options) (*Signer, error) {
+	if err := telegramSecret(o.Secrets[0]); err != nil {
+		return nil, err
+	}
+	return tokenSigner("X-Telegram-Bot-Api-Secret-Token")(o)
 }

@@ -11,9 +11,15 @@ import (
 // tokenProvider: a header the source names holds one of the secrets
 // itself. It proves the sender knows the secret, nothing about the body.
 var tokenProvider = Provider{
-	Name:      "token",
-	Signature: "`header` equals the secret",
-	Header:    "token",
+	Name:        "token",
+	Signature:   "`header` equals the secret",
+	Header:      "token",
+	TimeoutNote: "no provider",
+	Retries:     schemeRetries,
+	Samples: []Sample{
+		{Type: "order.paid", File: "generic/event.json", ID: "evt_7wVnK2cP9xQ4mR1s", Resource: "ord_3Jb8Lp2Hq6Yt", Key: "json:data.object.id", Version: "json:created"},
+	},
+	signer: tokenSchemeSigner,
 	verifier: func(o Options) (Verifier, error) {
 		header, err := headerName(o)
 		if err != nil {
@@ -62,4 +68,13 @@ func (v *tokenVerifier) Verify(h http.Header, _ []byte, _ time.Time) error {
 		return fmt.Errorf("%s: %s: %w", v.scheme, v.header, ErrMismatch)
 	}
 	return nil
+}
+
+// tokenSchemeSigner sends the secret in the header the source names.
+func tokenSchemeSigner(o Options) (*Signer, error) {
+	header, err := headerName(o)
+	if err != nil {
+		return nil, err
+	}
+	return tokenSigner(header)(o)
 }

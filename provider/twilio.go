@@ -50,6 +50,15 @@ var twilioProvider = Provider{
 	EventID:   "body-sha256",
 	Redact:    []string{twilioHeader},
 	SignsURL:  true,
+	// Connection overrides: the default read timeout is 15 s, and by
+	// default only a failed connection is retried, once: a request that
+	// reached the endpoint is not sent again.
+	Timeout: 15 * time.Second,
+	Retries: Retries{Note: "none by default: only a failed connection is retried (connection overrides change it)"},
+	Samples: []Sample{
+		{File: "twilio/message.received.form", ContentType: "application/x-www-form-urlencoded", ID: "SM1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d", Resource: "15551230000"},
+	},
+	signer: twilioSigner,
 	verifier: func(o Options) (Verifier, error) {
 		return &twilioVerifier{keys: rawKeys(sha1.New, o.Secrets)}, nil
 	},
@@ -166,4 +175,28 @@ func twilioURLs(rawURL string) (withoutPort, withPort string, ok bool) {
 	}
 	head := scheme + "://" + userinfo + host
 	return head + tail, head + ":" + port + tail, true
+}
+
+// twilioSigner signs as Twilio does: a form body by its parameters, any
+// other body through the URL, whose query gets the body's bodySHA256
+// first (Twilio's JSON webhooks).
+func twilioSigner(o Options) (*Signer, error) {
+	key := []byte(o.Secrets[0])
+	return signs(func(r *Request, _ time.Time) error {
+		form := strings.HasPrefix(strings.ToLower(r.Header.Get("Content-Type")), "application/x-www-form-urlencoded")
+		if !form && queryValue(r.URL, "bodySHA256") == "" {
+			sum := sha256.Sum256(r.Body)
+			sep := "?"
+			if strings.Contains(r.URL, "?") {
+				sep = "&"
+			}
+			r.URL += sep + "bodySHA256=" + hex.EncodeToString(sum[:])
+		}
+		params, err := twilioParams(r.URL, r.Body)
+		if err != nil {
+			return err
+		}
+		r.Header.Set(twilioHeader, base64MAC(hmacOf(sha1.New, key, []byte(r.URL+params))))
+		return nil
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,6 +41,14 @@ var twitchProvider = Provider{
 	Tolerance: 10 * time.Minute,
 	Redact:    []string{twitchSigHeader},
 	Handshake: func(Options) Handshaker { return twitchHandshake },
+	// "within a few seconds", no number; retries with backoff, unpublished.
+	TimeoutNote: "not published (\"a few seconds\")",
+	Retries:     genericRetries,
+	Samples: []Sample{
+		{Type: "channel.follow", File: "twitch/channel.follow.json", ID: "e76c6bd4-55c9-4987-8304-da1588d8988b", Resource: "13370042", Key: "json:event.broadcaster_user_id", Version: "json:event.followed_at"},
+	},
+	signer:  twitchSigner,
+	headers: twitchHeaders,
 	verifier: func(o Options) (Verifier, error) {
 		return &twitchVerifier{keys: rawKeys(sha256.New, o.Secrets), tol: o.Tolerance}, nil
 	},
@@ -101,4 +110,27 @@ func twitchHandshake(r *location.Request) (Reply, bool) {
 		return Reply{}, false
 	}
 	return Reply{ContentType: "text/plain; charset=utf-8", Body: []byte(challenge)}, true
+}
+
+// twitchSigner signs the message id SetHeaders set, an RFC 3339
+// timestamp with nanoseconds, as Twitch sends it, and the body.
+func twitchSigner(o Options) (*Signer, error) {
+	key := []byte(o.Secrets[0])
+	return signs(func(r *Request, now time.Time) error {
+		id := r.Header.Get(twitchIDHeader)
+		if id == "" {
+			return fmt.Errorf("%s, the signed message id, is not set: %w", twitchIDHeader, ErrMissing)
+		}
+		ts := now.UTC().Format(time.RFC3339Nano)
+		r.Header.Set(twitchTSHeader, ts)
+		r.Header.Set(twitchSigHeader, "sha256="+hexMAC(hmacOf(sha256.New, key, []byte(id+ts), r.Body)))
+		return nil
+	})
+}
+
+// twitchHeaders: a notification's message type, and the retry count
+// Twitch-Eventsub-Message-Retry carries (0 on the first attempt).
+func twitchHeaders(h http.Header, e Event) {
+	h.Set(twitchTypeHeader, "notification")
+	h.Set("Twitch-Eventsub-Message-Retry", strconv.Itoa(max(e.Attempt-1, 0)))
 }

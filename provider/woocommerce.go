@@ -1,6 +1,11 @@
 package provider
 
-import "crypto/sha256"
+import (
+	"crypto/sha256"
+	"net/http"
+	"strings"
+	"time"
+)
 
 // woocommerceProvider: X-WC-Webhook-Signature is the base64 of
 // HMAC-SHA256(secret, body), the body being the JSON WooCommerce sends
@@ -28,10 +33,29 @@ var woocommerceProvider = Provider{
 	EventID:   "body-sha256",
 	EventType: "header:X-WC-Webhook-Topic",
 	Redact:    []string{"X-Wc-Webhook-Signature"},
+	// WC_Webhook::deliver waits a minute (MINUTE_IN_SECONDS), and a failed
+	// delivery is not sent again.
+	Timeout: time.Minute,
+	Retries: Retries{Note: "none: a failed delivery is not sent again"},
+	Samples: []Sample{
+		{Type: "order.updated", File: "woocommerce/order.updated.json", ID: "d1f0e5c4b3a2", Resource: "72791", Key: "json:id", Version: "json:date_modified_gmt"},
+	},
+	signer:  bodySigner("X-Wc-Webhook-Signature", "", sha256.New, base64MAC),
+	headers: woocommerceHeaders,
 	verifier: func(o Options) (Verifier, error) {
 		return &hmacVerifier{
 			scheme: "woocommerce", header: "X-Wc-Webhook-Signature",
 			size: sha256.Size, base64: true, keys: rawKeys(sha256.New, o.Secrets),
 		}, nil
 	},
+}
+
+// woocommerceHeaders: the topic's resource and event as WooCommerce sends
+// them beside it ("order.updated": order, updated).
+func woocommerceHeaders(h http.Header, e Event) {
+	if res, ev, ok := strings.Cut(e.Type, "."); ok {
+		h.Set("X-Wc-Webhook-Resource", res)
+		h.Set("X-Wc-Webhook-Event", ev)
+	}
+	h.Set("X-Wc-Webhook-Source", "https://shop.example.com/")
 }

@@ -47,6 +47,18 @@ var zoomProvider = Provider{
 	Tolerance: 2 * time.Hour,
 	Redact:    []string{zoomSigHeader},
 	Handshake: func(o Options) Handshaker { return zoomHandshake(rawKeys(sha256.New, o.Secrets)) },
+	// A 200 or 204 within 3 seconds, else 3 retries: 5 minutes after the
+	// first attempt, 20 minutes after that, 60 after that (Resolving webhook
+	// delays).
+	Timeout: 3 * time.Second,
+	Retries: Retries{
+		Delays: []time.Duration{5 * time.Minute, 20 * time.Minute, 60 * time.Minute},
+		Note:   "3 retries: after 5, 20 and 60 minutes",
+	},
+	Samples: []Sample{
+		{Type: "meeting.started", File: "zoom/meeting.started.json", ID: "Xk3nW8sZQ2uUbZk6Nq7Ecg", Resource: "85746065432", Key: "json:payload.object.id", Version: "json:event_ts"},
+	},
+	signer: prefixedSigner(zoomSigHeader, zoomTSHeader),
 	verifier: func(o Options) (Verifier, error) {
 		return &zoomVerifier{keys: rawKeys(sha256.New, o.Secrets), tol: o.Tolerance}, nil
 	},

@@ -105,7 +105,7 @@ func (fs *FlagSet) Usage(w io.Writer) {
 			if name != "" {
 				line += " " + name
 			}
-			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "0s" {
 				use += fmt.Sprintf(" (default %s)", f.DefValue)
 			}
 			fmt.Fprintf(w, "%-22s %s\n", line, use)
