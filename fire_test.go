@@ -27,41 +27,12 @@ import (
 	"hookbox/provider"
 )
 
-// builtFireTarget is testdata/firetarget, built once for the tests that
-// deliver to it; TestMain removes its directory.
-var builtFireTarget struct {
-	once sync.Once
-	dir  string
-	path string
-	err  error
-}
-
-// buildFireTarget returns the fire tests' command target, building it on
-// first use (without the race detector, so each delivery starts fast).
+// buildFireTarget returns the fire tests' command target,
+// testdata/firetarget, built on first use (without the race detector, so
+// each delivery starts fast).
 func buildFireTarget(tb testing.TB) string {
 	tb.Helper()
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		tb.Skip("go is not on PATH: cannot build the fire tests' command target")
-	}
-	b := &builtFireTarget
-	b.once.Do(func() {
-		if b.dir, b.err = os.MkdirTemp("", "hookbox-firetarget-"); b.err != nil {
-			return
-		}
-		b.path = filepath.Join(b.dir, "firetarget")
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, gobin, "build", "-o", b.path, "./testdata/firetarget")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("go build: %w\n%s", err, out)
-		}
-	})
-	if b.err != nil {
-		tb.Fatal(b.err)
-	}
-	return b.path
+	return builtFireTarget.build(tb, "./testdata/firetarget", "firetarget")
 }
 
 // fireProbe is the --probe-cmd that reads firetarget's log: the count of

@@ -197,52 +197,61 @@ func pidGone(pid int) bool {
 	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
 }
 
-// builtBinary is the hookbox binary built once for the tests that run it as
-// a child process; TestMain removes its directory.
-var builtBinary struct {
+// builtProgram is a Go program built once for the tests that run it as a
+// child process; TestMain removes its directory.
+type builtProgram struct {
 	once sync.Once
 	dir  string
 	path string
 	err  error
 }
 
+// The programs the root tests build: hookbox itself, and the fire tests'
+// command target.
+var builtBinary, builtFireTarget builtProgram
+
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if builtBinary.dir != "" {
-		os.RemoveAll(builtBinary.dir)
-	}
-	if builtFireTarget.dir != "" {
-		os.RemoveAll(builtFireTarget.dir)
+	for _, b := range []*builtProgram{&builtBinary, &builtFireTarget} {
+		if b.dir != "" {
+			os.RemoveAll(b.dir)
+		}
 	}
 	os.Exit(code)
 }
 
-// buildHookbox returns the real binary, building it on first use, or skips
-// the test when go is not on PATH.
-func buildHookbox(tb testing.TB) string {
+// build returns the program of package pkg, built as name (CGO_ENABLED=0,
+// without the race detector) on first use, or skips the test when go is
+// not on PATH.
+func (b *builtProgram) build(tb testing.TB, pkg, name string) string {
 	tb.Helper()
 	gobin, err := exec.LookPath("go")
 	if err != nil {
-		tb.Skip("go is not on PATH: cannot build the hookbox binary")
+		tb.Skipf("go is not on PATH: cannot build %s", name)
 	}
-	b := &builtBinary
 	b.once.Do(func() {
-		if b.dir, b.err = os.MkdirTemp("", "hookbox-bin-"); b.err != nil {
+		if b.dir, b.err = os.MkdirTemp("", "hookbox-"+name+"-"); b.err != nil {
 			return
 		}
-		b.path = filepath.Join(b.dir, "hookbox")
+		b.path = filepath.Join(b.dir, name)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, gobin, "build", "-o", b.path, ".")
+		cmd := exec.CommandContext(ctx, gobin, "build", "-o", b.path, pkg)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("go build: %w\n%s", err, out)
+			b.err = fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
 		}
 	})
 	if b.err != nil {
 		tb.Fatal(b.err)
 	}
 	return b.path
+}
+
+// buildHookbox returns the real binary, building it on first use.
+func buildHookbox(tb testing.TB) string {
+	tb.Helper()
+	return builtBinary.build(tb, ".", "hookbox")
 }
 
 // freeAddr returns a loopback address with a port that was free a moment
