@@ -1,10 +1,8 @@
 package main_test
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
+	"hookbox/postgres/pgtest"
 	"net/http"
 	"net/url"
 	"os"
@@ -14,50 +12,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
-// postgresSchema creates an empty schema in the database
-// HOOKBOX_TEST_POSTGRES names (skipping the test without it), dropped
-// when the test ends, and returns a URL whose connections use it.
+// postgresSchema is a schema of its own for a test of serve on PostgreSQL.
 func postgresSchema(t *testing.T) string {
 	t.Helper()
-	base := os.Getenv("HOOKBOX_TEST_POSTGRES")
-	if base == "" {
-		t.Skip("set HOOKBOX_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test?sslmode=disable to run serve on PostgreSQL")
-	}
-	ctx := context.Background()
-	b := make([]byte, 6)
-	rand.Read(b)
-	schema := "hookbox_e2e_" + hex.EncodeToString(b)
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `CREATE SCHEMA `+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, `DROP SCHEMA `+schema+` CASCADE`); err != nil {
-			t.Error(err)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	return pgtest.Schema(t, "hookbox_e2e_", "serve on PostgreSQL")
 }
 
 // serve on PostgreSQL, the binary as users run it: a new event is
