@@ -11,29 +11,22 @@ import (
 // one, reading the queued rows (through the due index) and the dead
 // letters: its cost grows with the queue, not with the whole table.
 func (db *DB) QueueStats(ctx context.Context) (queue.Stats, error) {
-	s := queue.Stats{ByStatus: map[string]int64{queue.Pending: 0, queue.Running: 0, queue.Retrying: 0, queue.Dead: 0}}
+	s := queue.NewStats()
 	rows, err := db.pool.Query(ctx, `SELECT status, count(*), min(created_at) FROM deliveries WHERE `+dueCondition+` GROUP BY status`)
 	if err != nil {
 		return s, fmt.Errorf("queue stats: %w", err)
 	}
 	defer rows.Close()
-	var oldest int64
 	for rows.Next() {
 		var st string
 		var n, first int64
 		if err := rows.Scan(&st, &n, &first); err != nil {
 			return s, fmt.Errorf("queue stats: %w", err)
 		}
-		s.ByStatus[st] = n
-		if oldest == 0 || first < oldest {
-			oldest = first
-		}
+		s.AddQueued(st, n, fromMS(first))
 	}
 	if err := rows.Err(); err != nil {
 		return s, fmt.Errorf("queue stats: %w", err)
-	}
-	if oldest != 0 {
-		s.OldestQueued = fromMS(oldest)
 	}
 	var dead int64
 	if err := db.pool.QueryRow(ctx, `SELECT count(*) FROM dead_letters WHERE revived_at IS NULL`).Scan(&dead); err != nil {

@@ -151,6 +151,21 @@ type Stats struct {
 	OldestQueued time.Time // creation of the oldest queued delivery; zero if none
 }
 
+// NewStats is Stats with every counted status at zero, for an engine to
+// fill with AddQueued.
+func NewStats() Stats {
+	return Stats{ByStatus: map[string]int64{Pending: 0, Running: 0, Retrying: 0, Dead: 0}}
+}
+
+// AddQueued counts n queued deliveries in status, the oldest of them
+// created at oldest.
+func (s *Stats) AddQueued(status string, n int64, oldest time.Time) {
+	s.ByStatus[status] = n
+	if s.OldestQueued.IsZero() || oldest.Before(s.OldestQueued) {
+		s.OldestQueued = oldest
+	}
+}
+
 // ReplaySelector chooses deliveries to queue again: those of one event
 // (Event > 0), the dead ones (DeadOnly), those of events received in a
 // period (Since, Until), any of them together, optionally of one Target.
@@ -168,6 +183,20 @@ type Replayed struct {
 	Swept   int64 // selected deliveries left out: their event's payload was removed by retention
 	Running int64 // selected deliveries left out: running (or claimed to run) now
 	Changed int64 // selected deliveries left out: claimed, done or swept while the replay ran
+}
+
+// Sort counts a selected delivery that replay leaves out (running, or its
+// payload swept) and reports whether it is to be queued again.
+func (r *Replayed) Sort(running, swept bool) bool {
+	switch {
+	case running:
+		r.Running++
+	case swept:
+		r.Swept++
+	default:
+		return true
+	}
+	return false
 }
 
 // BackfillSelector chooses the events a backfill gives a delivery to.

@@ -70,12 +70,7 @@ func (db *DB) Replay(ctx context.Context, sel queue.ReplaySelector, now time.Tim
 			rows.Close()
 			return queue.Replayed{}, fmt.Errorf("replay: %w", err)
 		}
-		switch {
-		case running:
-			r.Running++
-		case gone:
-			r.Swept++
-		default:
+		if r.Sort(running, gone) {
 			ids = append(ids, id)
 		}
 	}
