@@ -105,6 +105,7 @@ type fuzzSource struct {
 	signed  [][]byte // nil for token schemes
 	secrets []string
 	token   string // header compared to the secret, token schemes
+	basic   bool   // the token header carries Basic credentials, user:password the secret
 }
 
 var fuzzEncoding = regexp.MustCompile(`encoding=(hex|base64)`)
@@ -142,6 +143,26 @@ func fuzzSources(f testing.TB) (map[string]*fuzzSource, []fuzzVector) {
 		"discord":  {},
 		"hmac":     {},
 		"hmac64":   {},
+		// The later presets whose signatures cover the body, its headers
+		// or a credential header, but not the URL.
+		"calendly":     {},
+		"clerk":        {},
+		"intercom":     {},
+		"lemonsqueezy": {},
+		"linear":       {},
+		"mailgun":      {},
+		"notion":       {},
+		"paddle":       {},
+		"pagarme":      {},
+		"resend":       {},
+		"sendgrid":     {},
+		"sentry":       {},
+		"typeform":     {},
+		"vercel":       {},
+		"woocommerce":  {},
+		"asaas":        {token: "Asaas-Access-Token"},
+		"telegram":     {token: "X-Telegram-Bot-Api-Secret-Token"},
+		"postmark":     {token: "Authorization", basic: true},
 	}
 	// The schemes that sign the URL (twilio, square, hubspot) or read the
 	// query (mercadopago) are left out: their vectors were signed for URLs
@@ -245,7 +266,13 @@ func FuzzServeHTTP(f *testing.F) {
 		}
 		if src.token != "" {
 			// As sent: the stored copy of the request's headers has it redacted.
-			if tok := fuzzHeaders(rawHeaders).Get(src.token); !slices.Contains(src.secrets, tok) {
+			tok := fuzzHeaders(rawHeaders).Get(src.token)
+			if src.basic {
+				r := &http.Request{Header: http.Header{"Authorization": {tok}}}
+				user, pass, _ := r.BasicAuth()
+				tok = user + ":" + pass
+			}
+			if !slices.Contains(src.secrets, tok) {
 				t.Fatalf("source %s accepted token %q, not a secret", name, tok)
 			}
 		} else if !slices.ContainsFunc(src.signed, func(b []byte) bool { return bytes.Equal(b, body) }) {
