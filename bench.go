@@ -47,12 +47,17 @@ func (b *benchCmd) run(ctx context.Context, args []string) error {
 	fs.IntVar(&o.Backlog, "backlog", o.Backlog, "e2e mode: `N` queued deliveries to drain")
 	fs.IntVar(&o.BodySize, "body-size", o.BodySize, "request body size in `BYTES` (at least the ~330 of the JSON skeleton)")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "`N` delivery workers (e2e, command); also the raw fork/exec concurrency")
+	fs.StringVar(&o.Compare, "compare", "", "ingest and rate modes: also load the receiver at `URL` (on loopback) in every round, with the same requests")
+	fs.IntVar(&o.ComparePID, "compare-pid", 0, "the --compare receiver's process `ID`, to measure its CPU and memory too")
 	fs.BoolVar(&o.JSON, "json", false, "one JSON object a line instead of tables")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the last round's hookbox server to `FILE` (e2e: the hookbox+url server; the backlog drain's to FILE.backlog)")
 	fs.Explain(`Every server runs as a child process on loopback, in alternating rounds; the
 ratios within a run are what it measures. Stores go under $TMPDIR: set it to
 the disk you mean to measure. BENCHMARKS.md has the figures and bench/wrk.sh
-runs the same load with wrk.`)
+runs the same load with wrk. --compare puts another receiver in the same
+rounds: each request is a GitHub push of --body-size bytes, a fresh
+X-GitHub-Delivery each, signed in X-Hub-Signature-256 with the secret
+` + "\"" + `hookbox-bench-secret` + "\"" + `; a 200 counts as an answer.`)
 	if err := fs.Parse(args, 0); err != nil {
 		return err
 	}
@@ -63,6 +68,7 @@ runs the same load with wrk.`)
 	modes := map[string][]string{
 		"rate": {bench.ModeRate}, "prefill": {bench.ModeIngest, bench.ModeRate}, "backlog": {bench.ModeE2E},
 		"workers": {bench.ModeE2E, bench.ModeCommand}, "conns": {bench.ModeIngest, bench.ModeRate, bench.ModeE2E},
+		"compare": {bench.ModeIngest, bench.ModeRate}, "compare-pid": {bench.ModeIngest, bench.ModeRate},
 	}
 	var unused error
 	fs.Visit(func(f *flag.Flag) {

@@ -3,18 +3,27 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"hookbox/bench"
 	"hookbox/internal/cli"
 )
 
@@ -209,5 +218,69 @@ func TestBench_CPUProfileUnwritable(t *testing.T) {
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("took %s: the rounds ran before the profile path was checked", d)
+	}
+}
+
+// --compare loads another receiver in the same rounds, with requests it can
+// verify as GitHub's, and says how hookbox compares with it.
+func TestBench_Compare(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts servers and loads them; skipped with -short")
+	}
+	var valid, invalid atomic.Int64
+	peer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		m := hmac.New(sha256.New, []byte(bench.Secret))
+		m.Write(body)
+		if hmac.Equal([]byte(r.Header.Get("X-Hub-Signature-256")), []byte("sha256="+hex.EncodeToString(m.Sum(nil)))) && r.Header.Get("X-GitHub-Delivery") != "" {
+			valid.Add(1)
+			return
+		}
+		invalid.Add(1)
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	defer peer.Close()
+
+	var stdout, stderr bytes.Buffer
+	b := &benchCmd{
+		Env:        cli.Env{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Getenv: os.Getenv},
+		serverArgv: []string{os.Args[0], "-test.run=^TestBenchServerChild$", "--"},
+		serverEnv:  []string{"HOOKBOX_BENCH_CHILD=1"},
+	}
+	args := []string{"--duration", "300ms", "--rounds", "1", "--conns", "4", "--json",
+		"--compare", peer.URL + "/hooks/github", "--compare-pid", strconv.Itoa(os.Getpid())}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := b.run(ctx, args); err != nil {
+		t.Fatalf("bench %v: %v\nstderr:\n%s", args, err, stderr.String())
+	}
+	var row map[string]any
+	var notes []any
+	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatalf("line %q is not JSON: %v", line, err)
+		}
+		switch {
+		case v["type"] == "round" && v["server"] == "compare":
+			row = v
+		case v["type"] == "run":
+			notes, _ = v["notes"].([]any)
+		}
+	}
+	if row == nil {
+		t.Fatalf("no compare row in:\n%s", stdout.String())
+	}
+	if acks, _ := row["acks"].(float64); acks <= 0 || int64(acks) != valid.Load() {
+		t.Errorf("compare row counts %v acks; the receiver verified %d requests", row["acks"], valid.Load())
+	}
+	if invalid.Load() != 0 {
+		t.Errorf("%d requests to the compared receiver did not verify as GitHub's", invalid.Load())
+	}
+	if us, _ := row["cpu_us_per_ack"].(float64); us <= 0 {
+		t.Errorf("compare row cpu_us_per_ack = %v, want the --compare-pid process's CPU", row["cpu_us_per_ack"])
+	}
+	if !strings.Contains(fmt.Sprint(notes), "acks/s hookbox ÷ compare") {
+		t.Errorf("notes %v do not compare hookbox with the receiver", notes)
 	}
 }

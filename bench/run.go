@@ -7,7 +7,9 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -43,6 +45,12 @@ type Options struct {
 	Workers    int           // delivery workers (ModeE2E, ModeCommand), and the raw fork/exec concurrency
 	JSON       bool          // one JSON object a line on stdout instead of tables
 	CPUProfile string        // if set, where the last round's hookbox server writes a CPU profile (ModeE2E: the hookbox+url server; the backlog drain's to CPUProfile+".backlog")
+	// Compare, in ModeIngest and ModeRate, is another receiver's URL on
+	// loopback that every round also loads, with the same requests: the
+	// "compare" rows. ComparePID, if set, is its process, whose CPU and
+	// RSS are then measured as a child's are.
+	Compare    string
+	ComparePID int
 
 	// ServerArgv starts a bench server when followed by "bench-server"
 	// and its flags (`hookbox bench-server`, which hookbox's root package
@@ -91,6 +99,29 @@ func (o Options) Validate() error {
 		return bad("body-size", "must be 0 to 1048576")
 	case o.Workers < 1 || o.Workers > 256:
 		return bad("workers", "must be 1 to 256")
+	case o.Compare != "" && o.Mode != ModeIngest && o.Mode != ModeRate:
+		return bad("compare", "applies to --mode ingest or rate")
+	case o.ComparePID < 0 || (o.ComparePID > 0 && o.Compare == ""):
+		return bad("compare-pid", "needs --compare, and a process id above 0")
+	}
+	if o.Compare != "" {
+		if err := loopbackURL(o.Compare); err != nil {
+			return bad("compare", err.Error())
+		}
+	}
+	return nil
+}
+
+// loopbackURL checks that raw is an http URL of a host on loopback: the
+// load a benchmark puts out only ever goes to this machine.
+func loopbackURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "http" || u.Host == "" {
+		return fmt.Errorf("%q: want an http:// URL, e.g. http://127.0.0.1:9000/hooks", raw)
+	}
+	host := u.Hostname()
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("%q: the host must be on loopback (127.0.0.1, ::1 or localhost): a load test sends only to this machine", raw)
 	}
 	return nil
 }
@@ -187,6 +218,11 @@ func (b *runner) ingest(ctx context.Context) error {
 		if err := b.measure(ctx, r, "hookbox", b.hookboxArgv(cfg, b.profile(r, "")), path); err != nil {
 			return err
 		}
+		if b.Compare != "" {
+			if err := b.measureCompare(ctx, r); err != nil {
+				return err
+			}
+		}
 		if b.Mode == ModeRate {
 			if err := b.syncFloor(ctx, r); err != nil {
 				return err
@@ -201,6 +237,9 @@ func (b *runner) ingest(ctx context.Context) error {
 				return err
 			}
 		}
+	}
+	if b.Compare != "" {
+		b.compareNote()
 	}
 	if b.Mode == ModeRate {
 		b.notes = append(b.notes, fmt.Sprintf("fsync: the disk alone, writing and fsyncing a page %.0f times a second, had a p99 of %.2f ms (median of the rounds); every hookbox ack waits for one such fsync",
@@ -361,13 +400,54 @@ func (b *runner) measure(ctx context.Context, round int, name string, argv []str
 	return nil
 }
 
+// compareNote says how hookbox and bare compare with the --compare
+// receiver, round by round (medians, min–max).
+func (b *runner) compareNote() {
+	say := func(what string, s Spread) string {
+		return fmt.Sprintf("%s %.2f (%.2f–%.2f)", what, s.Median, s.Min, s.Max)
+	}
+	parts := []string{
+		say("acks/s hookbox ÷ compare", Ratio(b.rows, "hookbox", "acks_per_s", "compare", "acks_per_s")),
+		say("compare ÷ bare", Ratio(b.rows, "compare", "acks_per_s", "bare", "acks_per_s")),
+	}
+	if s := Ratio(b.rows, "hookbox", "cpu_us_per_ack", "compare", "cpu_us_per_ack"); s.N > 0 {
+		parts = append(parts, say("CPU a request hookbox ÷ compare", s))
+	}
+	b.notes = append(b.notes, fmt.Sprintf("compare (%s): %s; only hookbox's answers wait for an fsync", b.Compare, strings.Join(parts, ", ")))
+}
+
+// measureCompare loads the --compare receiver and records its row: its
+// CPU and RSS only when --compare-pid names its process.
+func (b *runner) measureCompare(ctx context.Context, round int) error {
+	const name = "compare"
+	b.progress(fmt.Sprintf("round %d/%d  %s: %s", round, b.Rounds, name, b.Compare))
+	row, st, err := b.loadURL(ctx, round, name, b.Compare, b.ComparePID, "", nil)
+	if err != nil {
+		return err
+	}
+	if st.OK == 0 {
+		return fmt.Errorf("%s: %s answered no request with a 2xx (first error: %s)", name, b.Compare, st.FirstError)
+	}
+	b.rows = append(b.rows, row)
+	return nil
+}
+
 // load puts child under the configured load and returns its row, with the
 // child's peak RSS, the CPU it used during the load and, for a hookbox on
 // the store at path store, the largest its WAL file grew.
 func (b *runner) load(ctx context.Context, round int, name string, child *Child, store string, acked *atomic.Int64) (Row, *Stats, error) {
-	before, err := ReadProc(child.Pid())
-	if err != nil {
-		return Row{}, nil, err
+	return b.loadURL(ctx, round, name, "http://"+child.Addr+"/hooks/github", child.Pid(), store, acked)
+}
+
+// loadURL is load for a receiver at target, its process pid (0: unknown, its
+// CPU and RSS left out).
+func (b *runner) loadURL(ctx context.Context, round int, name, target string, pid int, store string, acked *atomic.Int64) (Row, *Stats, error) {
+	var before ProcStatus
+	if pid > 0 {
+		var err error
+		if before, err = ReadProc(pid); err != nil {
+			return Row{}, nil, err
+		}
 	}
 	var walPeak atomic.Int64
 	stopWAL := func() {}
@@ -379,7 +459,7 @@ func (b *runner) load(ctx context.Context, round int, name string, child *Child,
 		})
 	}
 	l := Load{
-		URL:      "http://" + child.Addr + "/hooks/github",
+		URL:      target,
 		Request:  b.req,
 		IDPrefix: fmt.Sprintf("%s-%d-%s", b.runID, round, name),
 		OK:       acked,
@@ -398,21 +478,23 @@ func (b *runner) load(ctx context.Context, round int, name string, child *Child,
 	if err != nil {
 		return Row{}, nil, err
 	}
-	after, err := ReadProc(child.Pid())
-	if err != nil {
-		return Row{}, nil, err
-	}
 	v := map[string]float64{
 		"acks_per_s": st.PerSecond(),
 		"acks":       float64(st.OK),
 		"errors":     float64(st.Failed),
-		"rss_mib":    float64(after.HWMKiB) / 1024,
-		"cpu_pct":    100 * (after.CPU - before.CPU).Seconds() / st.Elapsed.Seconds(),
+	}
+	if pid > 0 {
+		after, err := ReadProc(pid)
+		if err != nil {
+			return Row{}, nil, err
+		}
+		v["rss_mib"] = float64(after.HWMKiB) / 1024
+		v["cpu_pct"] = 100 * (after.CPU - before.CPU).Seconds() / st.Elapsed.Seconds()
+		if st.OK > 0 {
+			v["cpu_us_per_ack"] = float64((after.CPU - before.CPU).Microseconds()) / float64(st.OK)
+		}
 	}
 	maps.Copy(v, latencyValues(&st.Latency))
-	if st.OK > 0 {
-		v["cpu_us_per_ack"] = float64((after.CPU - before.CPU).Microseconds()) / float64(st.OK)
-	}
 	if l.Rate > 0 {
 		v["dropped"] = float64(st.Dropped)
 		v["lag_p99_ms"] = ms(st.Lag.Percentile(0.99))

@@ -33,6 +33,11 @@ func TestOptions_Validate(t *testing.T) {
 		{"backlog", func(o *bench.Options) { o.Mode, o.Backlog = bench.ModeE2E, 0 }},
 		{"body-size", func(o *bench.Options) { o.BodySize = 1<<20 + 1 }},
 		{"workers", func(o *bench.Options) { o.Workers = 0 }},
+		{"compare", func(o *bench.Options) { o.Compare = "http://example.com/hooks" }},
+		{"compare", func(o *bench.Options) { o.Compare = "http://10.0.0.8:9000/hooks" }},
+		{"compare", func(o *bench.Options) { o.Compare = "127.0.0.1:9000" }},
+		{"compare", func(o *bench.Options) { o.Mode, o.Compare = bench.ModeE2E, "http://127.0.0.1:9000/" }},
+		{"compare-pid", func(o *bench.Options) { o.ComparePID = 42 }},
 	}
 	for _, tt := range tests {
 		o := bench.DefaultOptions()
