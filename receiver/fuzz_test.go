@@ -104,8 +104,9 @@ type fuzzSource struct {
 	Source
 	signed  [][]byte // nil for token schemes
 	secrets []string
-	token   string // header compared to the secret, token schemes
-	basic   bool   // the token header carries Basic credentials, user:password the secret
+	wrong   []string // secrets only invalid vectors are signed with
+	token   string   // header compared to the secret, token schemes
+	basic   bool     // the token header carries Basic credentials, user:password the secret
 }
 
 var fuzzEncoding = regexp.MustCompile(`encoding=(hex|base64)`)
@@ -188,7 +189,13 @@ func fuzzSources(f testing.TB) (map[string]*fuzzSource, []fuzzVector) {
 		}
 		v.source = name(v)
 		seeds = append(seeds, v)
-		if !slices.Contains(s.secrets, v.Secret) {
+		// Only the secrets of valid vectors verify: an invalid one may be
+		// signed with a secret of its own (the wrong one), which must
+		// stay wrong. Both kinds must never be leaked.
+		if !v.ExpectValid && !slices.Contains(s.secrets, v.Secret) && !slices.Contains(s.wrong, v.Secret) {
+			s.wrong = append(s.wrong, v.Secret)
+		}
+		if v.ExpectValid && !slices.Contains(s.secrets, v.Secret) {
 			s.secrets = append(s.secrets, v.Secret)
 		}
 		if v.ExpectValid && s.token == "" {
@@ -196,20 +203,25 @@ func fuzzSources(f testing.TB) (map[string]*fuzzSource, []fuzzVector) {
 		}
 	}
 	for n, s := range srcs {
-		o := provider.Options{Scheme: n, Secrets: s.secrets}
-		switch n {
-		case "hmac":
-			o.Header, o.Prefix, o.Encoding, o.EventID = "X-Signature", "sha256=", "hex", "body-sha256"
-		case "hmac64":
-			o.Scheme, o.Header, o.Encoding, o.EventID = "hmac", "X-Signature", "base64", "body-sha256"
-		}
-		src, err := NewSource(n, 0, o)
-		if err != nil {
-			f.Fatalf("source %s: %v", n, err)
-		}
-		s.Source = src
+		s.Source = fuzzNewSource(f, n, s.secrets)
 	}
 	return srcs, seeds
+}
+
+// fuzzNewSource is the fuzz's source n holding secrets.
+func fuzzNewSource(tb testing.TB, n string, secrets []string) Source {
+	o := provider.Options{Scheme: n, Secrets: secrets}
+	switch n {
+	case "hmac":
+		o.Header, o.Prefix, o.Encoding, o.EventID = "X-Signature", "sha256=", "hex", "body-sha256"
+	case "hmac64":
+		o.Scheme, o.Header, o.Encoding, o.EventID = "hmac", "X-Signature", "base64", "body-sha256"
+	}
+	src, err := NewSource(n, 0, o)
+	if err != nil {
+		tb.Fatalf("source %s: %v", n, err)
+	}
+	return src
 }
 
 // FuzzServeHTTP sends arbitrary requests to a Server with every preset.
@@ -233,6 +245,7 @@ func FuzzServeHTTP(f *testing.F) {
 	var allSecrets []string
 	for _, s := range srcs {
 		allSecrets = append(allSecrets, s.secrets...)
+		allSecrets = append(allSecrets, s.wrong...)
 	}
 
 	f.Fuzz(func(t *testing.T, method, path, rawHeaders string, body []byte, now int64, fail bool) {
@@ -333,6 +346,14 @@ func TestFuzzSeeds_Vectors(t *testing.T) {
 	accepted := map[string]bool{}
 	for _, v := range seeds {
 		st := fuzzStore{ingest: func(context.Context, *Event) (Result, error) { return Result{}, nil }}
+		list := list
+		if !v.ExpectValid {
+			// Verified with its own secret alone, as the vectors mean: a
+			// case signed with another case's secret is a wrong secret
+			// here, where a source holding both (a rotation) would take it.
+			one := map[string]*fuzzSource{v.source: {Source: fuzzNewSource(t, v.source, []string{v.Secret})}}
+			list = fuzzList(t, one)
+		}
 		s := New(Config{Sources: list, Now: func() time.Time { return time.Unix(v.NowUnix, 0) }, Logger: zerolog.Nop()}, st)
 		h := fuzzHeaders(fuzzHeaderText(v.Headers))
 		_, w := fuzzServe(s, http.MethodPost, "/hooks/"+v.source, h, []byte(v.Body))
