@@ -74,7 +74,7 @@ var shopifyRefetch = &Refetch{
 	Docs:       "https://shopify.dev/docs/api/admin-rest",
 	What:       "`GET /admin/api/<version>/<resources>/<id>.json` of the topic's resource, on the shop of `X-Shopify-Shop-Domain`",
 	Rate:       "2/s",
-	RateNote:   "the standard plan's REST Admin limit per app and shop (Advanced 4/s, Plus 20/s)",
+	RateNote:   "the standard plan's REST Admin limit per app and shop; Advanced 4/s, Plus 20/s",
 	AuthHeader: "X-Shopify-Access-Token",
 	Request:    shopifyRequest,
 }

@@ -55,7 +55,7 @@ var stripeRefetch = &Refetch{
 	Docs:     "https://docs.stripe.com/api",
 	What:     "`GET /v1/<objects>/<id>` of `data.object` (or a thin event's `related_object.url`)",
 	Rate:     "100/s",
-	RateNote: "live mode; 25/s with a test key (`sk_test_`, `rk_test_`)",
+	RateNote: "live mode; 25/s with a test key, `sk_test_` or `rk_test_`",
 	RateFor: func(key string) string {
 		if strings.HasPrefix(key, "sk_test_") || strings.HasPrefix(key, "rk_test_") {
 			return "25/s"
