@@ -279,13 +279,22 @@ func (f *Fetcher) Fetch(ctx context.Context, e Event) (Result, error) {
 		f.set.Counters.Failed.Add(1)
 		return Result{}, &Error{Msg: "refetch: " + err.Error(), Permanent: errors.Is(err, ErrNoResource), Err: err}
 	}
-	unlock, err := f.lock(ctx, cmp.Or(e.Key, u))
-	if err != nil {
+	// The wait for the resource's turn and for the credential's share
+	// one budget: the target's timeout.
+	budget, start := f.maxWait(ctx), time.Now()
+	unlock, err := f.lock(ctx, cmp.Or(e.Key, u), budget)
+	switch {
+	case errors.Is(err, errBusy):
+		// A slow API holds this resource's fetches: come back later
+		// rather than hold a worker.
+		f.set.Counters.Failed.Add(1)
+		return Result{}, &Error{Msg: "refetch: another fetch of this resource took longer than the target's timeout", RetryAfter: f.wait, Err: err}
+	case err != nil:
 		return Result{}, &Error{Msg: "refetch: canceled", Err: err}
 	}
 	defer unlock()
 
-	wait, busy, held := f.bucket.take(f.set.now(), f.maxWait(ctx))
+	wait, busy, held := f.bucket.take(f.set.now(), max(budget-time.Since(start), 0))
 	if busy > 0 {
 		f.set.Counters.RateLimited.Add(1)
 		msg := fmt.Sprintf("refetch: over refetch_rate %s: no turn for %s", f.rate, busy.Round(time.Millisecond))
@@ -475,8 +484,11 @@ type lane struct {
 	refs int
 }
 
-// lock waits for key's turn; unlock gives it to the next.
-func (f *Fetcher) lock(ctx context.Context, key string) (func(), error) {
+// errBusy: a resource's turn did not come within the wait.
+var errBusy = errors.New("resource busy")
+
+// lock waits up to wait for key's turn; unlock gives it to the next.
+func (f *Fetcher) lock(ctx context.Context, key string, wait time.Duration) (func(), error) {
 	f.mu.Lock()
 	l := f.lanes[key]
 	if l == nil {
@@ -495,6 +507,16 @@ func (f *Fetcher) lock(ctx context.Context, key string) (func(), error) {
 	select {
 	case l.turn <- struct{}{}:
 		return func() { <-l.turn; release() }, nil
+	default:
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case l.turn <- struct{}{}:
+		return func() { <-l.turn; release() }, nil
+	case <-t.C:
+		release()
+		return nil, errBusy
 	case <-ctx.Done():
 		release()
 		return nil, ctx.Err()
