@@ -40,7 +40,6 @@ func ParseTemplate(raw string) (*Template, error) {
 		if open < 0 {
 			t.parts = append(t.parts, tmplPart{lit: rest})
 			probe.WriteString(rest)
-			inQuery = inQuery || strings.Contains(rest, "?")
 			break
 		}
 		if rest[open] == '}' {
