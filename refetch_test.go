@@ -280,6 +280,19 @@ refetch_base_url = %q
 	if n := len(deliveries(target)); n != 0 {
 		t.Errorf("the target got %d deliveries while the API failed", n)
 	}
+
+	// An event naming nothing the API can fetch is dead at once.
+	b = []byte(`{"id":"evt_bal","object":"event","created":2,"type":"balance.available","data":{"object":{"object":"balance"}}}`)
+	if code, resp := tm.Post("/hooks/stripe", map[string]string{"Stripe-Signature": stripeSig("whsec_test", time.Now(), b)}, b); code != 200 {
+		t.Fatalf("post: %d %s", code, resp)
+	}
+	waitFor(t, 10*time.Second, "a dead delivery", func() bool {
+		out = cliRun(t, tm.Dir, "event", "2")
+		return strings.Contains(out, "dead")
+	})
+	if !strings.Contains(out, "dead after 1 attempt(s) (permanent: refetch: nothing to fetch)") || !strings.Contains(out, "the event names no resource hookbox can fetch") {
+		t.Errorf("event 2:\n%s\nwant dead at once, saying there was nothing to fetch", out)
+	}
 }
 
 // serve refuses to start with a refetch key whose variable is unset,
