@@ -65,6 +65,34 @@ type Counters struct {
 	OK, Gone, Failed, RateLimited atomic.Int64
 }
 
+type outcome int
+
+const (
+	outcomeOK outcome = iota
+	outcomeGone
+	outcomeFailed
+	outcomeRateLimited
+)
+
+func (c *Counters) add(o outcome) {
+	switch o {
+	case outcomeOK:
+		c.OK.Add(1)
+	case outcomeGone:
+		c.Gone.Add(1)
+	case outcomeFailed:
+		c.Failed.Add(1)
+	case outcomeRateLimited:
+		c.RateLimited.Add(1)
+	}
+}
+
+// count counts a fetch's outcome for the Set and for the target.
+func (f *Fetcher) count(o outcome) {
+	f.set.Counters.add(o)
+	f.counters.add(o)
+}
+
 // Set makes the Fetchers of one serve: those with the same credential
 // share a bucket, at the lowest rate any of them asks for.
 type Set struct {
@@ -72,16 +100,29 @@ type Set struct {
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 
-	mu      sync.Mutex
-	buckets map[[32]byte]*bucket
-	client  *http.Client
+	mu       sync.Mutex
+	buckets  map[[32]byte]*bucket
+	client   *http.Client
+	byTarget map[string]*Counters
+}
+
+// ByTarget returns each target's counts (the Set's Counters add them up).
+func (s *Set) ByTarget() map[string]*Counters {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]*Counters, len(s.byTarget))
+	for k, v := range s.byTarget {
+		out[k] = v
+	}
+	return out
 }
 
 // NewSet returns an empty Set.
 func NewSet() *Set {
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	return &Set{
-		buckets: map[[32]byte]*bucket{},
+		buckets:  map[[32]byte]*bucket{},
+		byTarget: map[string]*Counters{},
 		client: &http.Client{
 			Transport: &http.Transport{
 				Proxy:                 http.ProxyFromEnvironment,
@@ -134,6 +175,8 @@ type Fetcher struct {
 	rate   Rate
 	bucket *bucket
 	wait   time.Duration
+	// counters are the target's, shared with the Set's ByTarget.
+	counters *Counters
 
 	mu    sync.Mutex
 	lanes map[string]*lane
@@ -183,6 +226,11 @@ func (s *Set) Fetcher(c Config) (*Fetcher, error) {
 		key = sha256.Sum256([]byte("base\x00" + f.base))
 	}
 	s.mu.Lock()
+	f.counters = s.byTarget[c.Target]
+	if f.counters == nil {
+		f.counters = &Counters{}
+		s.byTarget[c.Target] = f.counters
+	}
 	b := s.buckets[key]
 	if b == nil {
 		b = &bucket{interval: f.rate.Interval()}
@@ -276,7 +324,7 @@ func (e *Error) Unwrap() error { return e.Err }
 func (f *Fetcher) Fetch(ctx context.Context, e Event) (Result, error) {
 	u, extra, err := f.request(e)
 	if err != nil {
-		f.set.Counters.Failed.Add(1)
+		f.count(outcomeFailed)
 		return Result{}, &Error{Msg: "refetch: " + err.Error(), Permanent: errors.Is(err, ErrNoResource), Err: err}
 	}
 	// The wait for the resource's turn and for the credential's share
@@ -287,7 +335,7 @@ func (f *Fetcher) Fetch(ctx context.Context, e Event) (Result, error) {
 	case errors.Is(err, errBusy):
 		// A slow API holds this resource's fetches: come back later
 		// rather than hold a worker.
-		f.set.Counters.Failed.Add(1)
+		f.count(outcomeFailed)
 		return Result{}, &Error{Msg: "refetch: another fetch of this resource took longer than the target's timeout", RetryAfter: f.wait, Err: err}
 	case err != nil:
 		return Result{}, &Error{Msg: "refetch: canceled", Err: err}
@@ -296,7 +344,7 @@ func (f *Fetcher) Fetch(ctx context.Context, e Event) (Result, error) {
 
 	wait, busy, held := f.bucket.take(f.set.now(), max(budget-time.Since(start), 0))
 	if busy > 0 {
-		f.set.Counters.RateLimited.Add(1)
+		f.count(outcomeRateLimited)
 		msg := fmt.Sprintf("refetch: over refetch_rate %s: no turn for %s", f.rate, busy.Round(time.Millisecond))
 		if held {
 			msg = fmt.Sprintf("refetch: the API asked for no request for %s more (429)", busy.Round(time.Millisecond))
@@ -357,7 +405,7 @@ func (f *Fetcher) get(ctx context.Context, u string, extra map[string]string) (R
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		f.set.Counters.Failed.Add(1)
+		f.count(outcomeFailed)
 		return Result{}, &Error{Msg: "refetch: build request: " + unwrapURLError(err).Error(), Err: err}
 	}
 	req.Header.Set("User-Agent", "hookbox")
@@ -375,7 +423,7 @@ func (f *Fetcher) get(ctx context.Context, u string, extra map[string]string) (R
 	what := "refetch GET " + u
 	resp, err := f.set.client.Do(req)
 	if err != nil {
-		f.set.Counters.Failed.Add(1)
+		f.count(outcomeFailed)
 		return Result{}, &Error{Msg: what + ": " + f.scrub(requestError(ctx, err)), Err: err}
 	}
 	defer resp.Body.Close()
@@ -384,20 +432,20 @@ func (f *Fetcher) get(ctx context.Context, u string, extra map[string]string) (R
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody+1))
 		if err != nil {
-			f.set.Counters.Failed.Add(1)
+			f.count(outcomeFailed)
 			return Result{}, &Error{Msg: what + ": reading the answer: " + f.scrub(requestError(ctx, err)), Status: resp.StatusCode, Err: err}
 		}
 		if len(body) > MaxBody {
-			f.set.Counters.Failed.Add(1)
+			f.count(outcomeFailed)
 			return Result{}, &Error{Msg: fmt.Sprintf("%s: the answer is over %d MiB", what, MaxBody>>20), Status: resp.StatusCode}
 		}
 		res.Body = body
-		f.set.Counters.OK.Add(1)
+		f.count(outcomeOK)
 		return res, nil
 	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone:
 		io.Copy(io.Discard, io.LimitReader(resp.Body, errorKeep))
 		res.Gone = true
-		f.set.Counters.Gone.Add(1)
+		f.count(outcomeGone)
 		return res, nil
 	}
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, errorKeep))
@@ -405,7 +453,7 @@ func (f *Fetcher) get(ctx context.Context, u string, extra map[string]string) (R
 		Output: f.scrub(strings.ToValidUTF8(string(head), "\uFFFD"))}
 	if d, limited := rateLimited(resp, f.set.now()); limited {
 		f.bucket.holdFor(f.set.now(), d)
-		f.set.Counters.RateLimited.Add(1)
+		f.count(outcomeRateLimited)
 		e.RetryAfter, e.RateLimited = d, true
 		e.Msg += fmt.Sprintf(" (rate limited: retry in %s)", d)
 		return Result{}, e
@@ -413,7 +461,7 @@ func (f *Fetcher) get(ctx context.Context, u string, extra map[string]string) (R
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		e.Msg += " (redirects are not followed)"
 	}
-	f.set.Counters.Failed.Add(1)
+	f.count(outcomeFailed)
 	return Result{}, e
 }
 

@@ -360,6 +360,10 @@ func TestFetch_429RetryAfter(t *testing.T) {
 	if got := set.Counters.RateLimited.Load(); got != 2 {
 		t.Errorf("rate_limited counted %d, want 2", got)
 	}
+	by := set.ByTarget()
+	if a, b := by["a"], by["b"]; a.RateLimited.Load() != 1 || a.OK.Load() != 0 || b.RateLimited.Load() != 1 || b.OK.Load() != 1 {
+		t.Errorf("by target: a %d rate limited, %d ok; b %d, %d; want 1, 0; 1, 1", a.RateLimited.Load(), a.OK.Load(), b.RateLimited.Load(), b.OK.Load())
+	}
 }
 
 // Under load from many workers and two targets sharing a key, the API
