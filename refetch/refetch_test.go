@@ -27,6 +27,8 @@ type fakeAPI struct {
 	answer   func(w http.ResponseWriter, r *http.Request) bool // true: answered
 	inFlight map[string]int
 	maxIn    map[string]int
+	all      int // fetches under way, of any path
+	maxAll   int
 	delay    time.Duration
 }
 
@@ -40,12 +42,15 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 		key := r.URL.RequestURI()
 		a.inFlight[key]++
 		a.maxIn[key] = max(a.maxIn[key], a.inFlight[key])
+		a.all++
+		a.maxAll = max(a.maxAll, a.all)
 		answer, delay := a.answer, a.delay
 		body, ok := a.state[key]
 		a.mu.Unlock()
 		defer func() {
 			a.mu.Lock()
 			a.inFlight[key]--
+			a.all--
 			a.mu.Unlock()
 		}()
 		if delay > 0 {
@@ -432,7 +437,9 @@ func TestFetch_RateLimitUnderLoad(t *testing.T) {
 				t.Fatalf("%s: %d fetches within one second from %s, want at most %d", name, j-i, hits[i].Format("15:04:05.000"), rate+1)
 			}
 		}
-		if want := int(run.Seconds() * rate); len(hits) < want/2 || len(hits) > want+2 {
+		// The lower bound only shows the run fetched at all, however
+		// loaded the machine.
+		if want := int(run.Seconds() * rate); len(hits) < want/4 || len(hits) > want+2 {
 			t.Errorf("%s: %d fetches in %s, want about %d", name, len(hits), run, want)
 		}
 	}
@@ -448,7 +455,6 @@ func TestFetch_OneAtATimePerKey(t *testing.T) {
 	}
 	f := fetcher(t, refetch.NewSet(), refetch.Config{Target: "t", Preset: "stripe", BaseURL: api.URL, Credential: "k", Rate: refetch.Rate{N: 1000000, Per: time.Second}})
 	var wg sync.WaitGroup
-	start := time.Now()
 	for i := range 12 {
 		id := []string{"pi_1", "pi_2", "pi_3"}[i%3]
 		wg.Add(1)
@@ -468,10 +474,8 @@ func TestFetch_OneAtATimePerKey(t *testing.T) {
 			t.Errorf("%s: %d fetches at once, want 1", path, n)
 		}
 	}
-	// 4 fetches of each key, one after the other, the keys side by side:
-	// about 4 delays, not 12.
-	if d := time.Since(start); d > 10*api.delay {
-		t.Errorf("12 fetches over 3 keys took %s: the keys did not run side by side", d)
+	if api.maxAll < 2 {
+		t.Errorf("at most %d fetch at once over 3 keys: the keys did not run side by side", api.maxAll)
 	}
 }
 
