@@ -426,15 +426,18 @@ func TestFetch_RateLimitUnderLoad(t *testing.T) {
 	}
 	api.mu.Unlock()
 	for name, hits := range map[string][]time.Time{"shared key": ones, "other key": twos} {
-		// In every window of one second, at most rate+1 fetches (the
-		// window's two ends), and over the run about rate a second.
+		// hookbox spaces the fetches' starts; the API counts their
+		// arrivals, which scheduling on a loaded machine shifts by tens of
+		// milliseconds. So: in every window of one second, at most a
+		// quarter more than the rate (without the bucket: thousands), and
+		// over the run about rate a second.
 		for i := range hits {
 			j := i
 			for j < len(hits) && hits[j].Sub(hits[i]) < time.Second {
 				j++
 			}
-			if j-i > rate+1 {
-				t.Fatalf("%s: %d fetches within one second from %s, want at most %d", name, j-i, hits[i].Format("15:04:05.000"), rate+1)
+			if j-i > rate+rate/4 {
+				t.Fatalf("%s: %d fetches within one second from %s, want at most %d", name, j-i, hits[i].Format("15:04:05.000"), rate+rate/4)
 			}
 		}
 		// The lower bound only shows the run fetched at all, however
