@@ -163,3 +163,29 @@ func TestTargets_RefetchLoadsHeaders(t *testing.T) {
 		t.Errorf("the target got %+v", g)
 	}
 }
+
+// A 429 of the API fails the attempt with the API's Retry-After, which the
+// pool then waits at least.
+func TestTargets_Refetch429(t *testing.T) {
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "30")
+		http.Error(w, "too many", http.StatusTooManyRequests)
+	}))
+	defer api.Close()
+	web, got := target(t)
+	cfg := config.Config{
+		Sources: []config.Source{{Name: "stripe", Verify: "stripe"}},
+		Targets: []config.Target{{Name: "web", Source: "stripe", URL: web.URL, Refetch: "stripe", RefetchBaseURL: api.URL, RefetchCredential: "sk_live_k"}},
+	}
+	list, err := handlers.TargetsWith(cfg, "", handlers.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := list[0].Handler.Handle(context.Background(), stripeJob("ch_1"))
+	if o.Err == nil || o.RetryAfter != 30*time.Second || !strings.Contains(o.Err.Error(), "status 429") {
+		t.Errorf("outcome %+v (%v), want a failure naming the 429, retrying in 30s", o, o.Err)
+	}
+	if len(got()) != 0 {
+		t.Errorf("the target was called after a failed fetch")
+	}
+}
