@@ -432,18 +432,37 @@ func TestCLI_Presets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := jsonLines[map[string]string](t, out)
+	type line struct {
+		Name         string `json:"name"`
+		EventID      string `json:"event_id"`
+		Docs         string `json:"docs"`
+		Tolerance    string `json:"tolerance"`
+		OrderKey     string `json:"order_key"`
+		OrderVersion string `json:"order_version"`
+		OrderDocs    string `json:"order_docs"`
+		Refetch      *struct {
+			Base string `json:"base"`
+			Rate string `json:"rate"`
+			Docs string `json:"docs"`
+		} `json:"refetch"`
+	}
+	lines := jsonLines[line](t, out)
 	if len(lines) != len(provider.All()) {
 		t.Fatalf("presets --json: %d lines, want one per preset (%d)", len(lines), len(provider.All()))
 	}
 	for i, p := range provider.All() {
 		l := lines[i]
-		if l["name"] != p.Name || l["event_id"] != p.EventID || l["docs"] != p.Docs || l["tolerance"] != p.ToleranceText() {
-			t.Errorf("line %v, want %s's", l, p.Name)
+		if l.Name != p.Name || l.EventID != p.EventID || l.Docs != p.Docs || l.Tolerance != p.ToleranceText() ||
+			l.OrderKey != p.OrderKey || l.OrderVersion != p.OrderVersion || l.OrderDocs != p.OrderDocs {
+			t.Errorf("line %+v, want %s's", l, p.Name)
+		}
+		if r := p.Refetch; (r == nil) != (l.Refetch == nil) || r != nil && (l.Refetch.Base != r.Base || l.Refetch.Rate != r.Rate || l.Refetch.Docs != r.Docs) {
+			t.Errorf("%s: refetch %+v, want %+v", p.Name, l.Refetch, r)
 		}
 	}
 	table, _, err := runCLI(t, "presets")
-	if err != nil || !regexp.MustCompile(`(?m)^stripe\s+Stripe-Signature .*json:id\s+json:type\s+5m\s+https://`).MatchString(table) {
+	if err != nil || !regexp.MustCompile(`(?m)^stripe\s+Stripe-Signature .*json:id\s+json:type\s+5m\s+json:data.object.id,json:related_object.id\s+json:created\s+https://api.stripe.com 100/s\s+https://`).MatchString(table) ||
+		!regexp.MustCompile(`(?m)^slack\s.*5m\s+-\s+-\s+-\s+https://`).MatchString(table) {
 		t.Errorf("presets table (err %v):\n%s", err, table)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -28,6 +29,7 @@ import (
 	"hookbox/postgres"
 	"hookbox/queue"
 	"hookbox/receiver"
+	"hookbox/refetch"
 	"hookbox/sqlite"
 )
 
@@ -71,6 +73,9 @@ type Main struct {
 	Sweeper  *dedupe.Sweeper
 	Receiver *receiver.Server
 	Metrics  *metrics.Metrics
+	// Refetch makes the fetchers of the targets with refetch, and counts
+	// their fetches by outcome (Refetch.Counters).
+	Refetch *refetch.Set
 
 	storeID string // the store's identity: sqlite.RealPath, or the URL without its password
 	lock    *os.File
@@ -88,6 +93,7 @@ type Store interface {
 	metrics.Queue
 	QueuedByTarget(ctx context.Context) (map[string]int64, error)
 	Running(ctx context.Context) ([]queue.RunningKey, error)
+	GetEvent(ctx context.Context, id int64) (dedupe.Stored, error)
 	Close() error
 }
 
@@ -235,7 +241,8 @@ func (m *Main) openSQLite() error {
 // buildDelivery builds the targets, the alerter and the worker pool.
 func (m *Main) buildDelivery() error {
 	cfg := m.Config
-	targets, err := handlers.Targets(cfg, m.storeID)
+	m.Refetch = refetch.NewSet()
+	targets, err := handlers.TargetsWith(cfg, m.storeID, handlers.Options{Refetch: m.Refetch, Headers: m.eventHeaders})
 	if err != nil {
 		return err
 	}
@@ -264,6 +271,16 @@ func (m *Main) buildDelivery() error {
 		Logger: m.component("queue"),
 	})
 	return nil
+}
+
+// eventHeaders reads a stored event's headers, for the fetches that
+// need them (Shopify's shop).
+func (m *Main) eventHeaders(ctx context.Context, id int64) (http.Header, error) {
+	e, err := m.Store.GetEvent(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return e.Headers, nil
 }
 
 // buildReceiver builds the webhook receiver on the inbox.

@@ -178,6 +178,15 @@ type Target struct {
 	SignSecretEnv StringList `toml:"sign_secret_env"`
 	// SignSecrets holds the resolved SignSecretEnv values. Never log it.
 	SignSecrets []string `toml:"-"`
+	// Refetch keys: deliver the resource's current state, fetched from
+	// the provider's API before each attempt (refetch.go).
+	Refetch        string `toml:"refetch"`          // a preset with a fetch API
+	RefetchURL     string `toml:"refetch_url"`      // or a URL with {json:…} placeholders
+	RefetchAuthEnv string `toml:"refetch_auth_env"` // the variable holding the API credential
+	RefetchRate    string `toml:"refetch_rate"`     // "25/s"; default the provider's published limit
+	RefetchBaseURL string `toml:"refetch_base_url"` // replaces the preset's API base (a proxy, a test server)
+	// RefetchCredential holds the resolved RefetchAuthEnv value. Never log it.
+	RefetchCredential string `toml:"-"`
 }
 
 // SourceNames returns the names of the sources t receives from.

@@ -533,6 +533,7 @@ func validateTarget(sc scope, t *Target, sources []Source, getenv func(string) s
 		}
 	}
 	signingSecrets(sc, t, getenv)
+	validateRefetch(sc, t, sources, getenv)
 	for i, code := range t.PermanentStatus {
 		switch {
 		case code < 100 || code > 599:

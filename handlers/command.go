@@ -73,7 +73,8 @@ func NewCommand(argv []string, env map[string]string, timeout time.Duration) *Co
 }
 
 // Deliver runs the command with d.Body on stdin and HOOKBOX_EVENT_ID, HOOKBOX_SOURCE,
-// HOOKBOX_EVENT_TYPE, HOOKBOX_ATTEMPT and HOOKBOX_RECEIVED_AT in its environment. Exit
+// HOOKBOX_EVENT_TYPE, HOOKBOX_ATTEMPT and HOOKBOX_RECEIVED_AT (and HOOKBOX_REFETCHED for
+// a refetched body) in its environment. Exit
 // status 0 is success. Any other exit, a timeout, a canceled ctx, or a command that
 // cannot start returns a non-nil *Error; only exit 65 (EX_DATAERR) is Permanent.
 func (c *Command) Deliver(ctx context.Context, d Delivery) (Result, error) {
@@ -84,6 +85,9 @@ func (c *Command) Deliver(ctx context.Context, d Delivery) (Result, error) {
 		"HOOKBOX_EVENT_TYPE", d.Type,
 		"HOOKBOX_ATTEMPT", strconv.Itoa(d.Attempt),
 		"HOOKBOX_RECEIVED_AT", d.ReceivedAt.UTC().Format(time.RFC3339Nano),
+	}
+	if d.Refetched != "" {
+		vars = append(vars, "HOOKBOX_REFETCHED", d.Refetched)
 	}
 	return c.run(ctx, vars, d.Body)
 }

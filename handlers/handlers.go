@@ -30,6 +30,10 @@ type Delivery struct {
 	ReceivedAt  time.Time
 	ContentType string // original Content-Type, may be ""
 	Body        []byte // raw bytes, forwarded byte-exact
+	// Refetched is "1" when Body is the resource's state fetched from the
+	// provider's API, "gone" when the API said the resource is gone (Body
+	// is then the webhook's own), "" without refetch.
+	Refetched string
 }
 
 // Result describes a finished attempt, successful or not (recorded and shown to users).

@@ -19,8 +19,18 @@ import (
 // left running (StopRunningLeftovers). It fails for a target with neither a
 // url nor a command, which a validated config never has.
 func Targets(cfg config.Config, store string) ([]queue.Target, error) {
+	return TargetsWith(cfg, store, Options{})
+}
+
+// TargetsWith is Targets, with what the targets with refetch need (o).
+// It also fails for a refetch its Set cannot build.
+func TargetsWith(cfg config.Config, store string, o Options) ([]queue.Target, error) {
 	out := make([]queue.Target, 0, len(cfg.Targets))
 	for _, t := range cfg.Targets {
+		rf, err := newRefetcher(cfg, t, o)
+		if err != nil {
+			return nil, fmt.Errorf("target %s: %w", t.Name, err)
+		}
 		var h queue.Handler
 		switch {
 		case t.URL != "":
@@ -32,14 +42,14 @@ func Targets(cfg config.Config, store string) ([]queue.Target, error) {
 				}
 				u.SignWith(t.Name, s)
 			}
-			h = handle(u, false)
+			h = handle(u, false, rf)
 		case len(t.Command) > 0:
 			env := maps.Clone(t.Env)
 			if env == nil {
 				env = make(map[string]string, 2)
 			}
 			env["HOOKBOX_TARGET"], env["HOOKBOX_STORE"] = t.Name, store
-			h = handle(NewCommand(t.Command, env, t.Timeout.D()), true)
+			h = handle(NewCommand(t.Command, env, t.Timeout.D()), true, rf)
 		default:
 			return nil, fmt.Errorf("target %s: neither url nor command", t.Name)
 		}
@@ -55,10 +65,11 @@ type deliverer interface {
 
 // handle adapts a target to the queue's Handler. A Permanent *Error becomes a
 // queue.PermanentError, which the pool puts dead at once; every other failure
-// is left for the pool to retry.
-func handle(d deliverer, command bool) queue.Handler {
+// is left for the pool to retry. With rf, each attempt first fetches the
+// resource, and a failed fetch is the attempt's failure.
+func handle(d deliverer, command bool, rf *refetcher) queue.Handler {
 	return queue.HandlerFunc(func(ctx context.Context, j *queue.Job) queue.Outcome {
-		res, err := d.Deliver(ctx, Delivery{
+		del := Delivery{
 			EventID:     j.EventID,
 			Source:      j.Source,
 			Type:        j.Type,
@@ -66,7 +77,13 @@ func handle(d deliverer, command bool) queue.Handler {
 			ReceivedAt:  j.ReceivedAt,
 			ContentType: j.ContentType,
 			Body:        j.Body,
-		})
+		}
+		if rf != nil {
+			if out, failed := rf.fetch(ctx, j, &del); failed {
+				return out
+			}
+		}
+		res, err := d.Deliver(ctx, del)
 		out := queue.Outcome{Err: err, HTTPStatus: res.Status, Output: res.Output}
 		if command {
 			code := res.ExitCode

@@ -92,7 +92,8 @@ func NewURL(rawURL string, timeout time.Duration, permanent ...int) *URL {
 }
 
 // Deliver POSTs d.Body byte-exact with d.ContentType and the Hookbox-Event-Id,
-// Hookbox-Source, Hookbox-Attempt and Idempotency-Key headers. A 2xx answer is success.
+// Hookbox-Source, Hookbox-Attempt and Idempotency-Key headers (and
+// Hookbox-Refetched for a refetched body). A 2xx answer is success.
 // Any other status, a timeout, a network error, a canceled ctx or a value that cannot
 // travel in a header returns a non-nil *Error; the Result is filled as far as the attempt got.
 func (u *URL) Deliver(ctx context.Context, d Delivery) (Result, error) {
@@ -107,6 +108,9 @@ func (u *URL) Deliver(ctx context.Context, d Delivery) (Result, error) {
 			return Result{ExitCode: -1}, &Error{Msg: f.what + " contains a control character and cannot be sent in a header"}
 		}
 		h[f.name] = []string{f.value}
+	}
+	if d.Refetched != "" {
+		h["Hookbox-Refetched"] = []string{d.Refetched}
 	}
 	if u.signer != nil {
 		id := d.Source + ":" + d.EventID + ":" + u.target

@@ -17,8 +17,12 @@ var clerkProvider = Provider{
 	Docs:      "https://clerk.com/docs/guides/development/webhooks/syncing",
 	EventID:   "header:webhook-id,header:svix-id",
 	EventType: "json:type",
-	Tolerance: 5 * time.Minute,
-	Redact:    []string{standardHeaders[2], svixHeaders[2]},
+	// Order: the object's id and the event's timestamp (Unix milliseconds).
+	OrderKey:     "json:data.id",
+	OrderVersion: "json:timestamp",
+	OrderDocs:    "https://clerk.com/docs/guides/development/webhooks/overview",
+	Tolerance:    5 * time.Minute,
+	Redact:       []string{standardHeaders[2], svixHeaders[2]},
 	// Delivered by Svix.
 	Timeout:     15 * time.Second,
 	TimeoutNote: "Svix's, which delivers Clerk's webhooks",

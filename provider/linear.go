@@ -23,6 +23,10 @@ var linearProvider = Provider{
 	Docs:      "https://linear.app/developers/webhooks",
 	EventID:   "header:Linear-Delivery",
 	EventType: "json:type",
+	// Order: the entity's id (a UUID) and createdAt, when the action took place.
+	OrderKey:     "json:data.id",
+	OrderVersion: "json:createdAt",
+	OrderDocs:    "https://linear.app/developers/webhooks",
 	// The SDK refuses a webhookTimestamp more than a minute from its clock,
 	// in either direction.
 	Tolerance: time.Minute,

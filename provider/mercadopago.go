@@ -50,8 +50,14 @@ var mercadopagoProvider = Provider{
 	Docs:      "https://www.mercadopago.com.br/developers/en/docs/your-integrations/notifications/webhooks",
 	EventID:   "header:X-Request-Id",
 	EventType: "json:action,json:type",
-	Tolerance: 5 * 24 * time.Hour,
-	Redact:    []string{mpSigHeader},
+	// A notification names its resource by data.id alone; date_created is
+	// when the notification was made (RFC 3339).
+	OrderKey:     "json:data.id",
+	OrderVersion: "json:date_created",
+	OrderDocs:    "https://www.mercadopago.com.br/developers/en/docs/your-integrations/notifications/webhooks",
+	Refetch:      mercadopagoRefetch,
+	Tolerance:    5 * 24 * time.Hour,
+	Redact:       []string{mpSigHeader},
 	// A 200 or 201 within 22 seconds, else a retry every 15 minutes, less
 	// often after the third, for up to 4 days (Webhooks, "Validar
 	// notificaciones"): past the third, the intervals are not published.
@@ -185,4 +191,45 @@ func mercadopagoSigner(o Options) (*Signer, error) {
 		r.Header.Set(mpSigHeader, "ts="+ts+",v1="+hexMAC(hmacOf(sha256.New, key, []byte(manifest))))
 		return nil
 	})
+}
+
+// mercadopagoRefetch: a notification carries only its resource's type and
+// data.id, so the resource is always read from the API: GET
+// /v1/payments/{id} for a payment, and the resource of each other
+// documented notification type.
+var mercadopagoRefetch = &Refetch{
+	Base:     "https://api.mercadopago.com",
+	Docs:     "https://www.mercadopago.com.br/developers/en/reference/payments/_payments_id/get",
+	What:     "`GET /v1/payments/{data.id}` (and the resource of each other notification `type`)",
+	Rate:     "10/s",
+	RateNote: "not published by Mercado Pago: a conservative default",
+	Request:  mercadopagoRequest,
+}
+
+// mercadopagoPaths maps a notification's type to its resource's path.
+var mercadopagoPaths = map[string]string{
+	"payment":                         "/v1/payments/",
+	"merchant_order":                  "/merchant_orders/",
+	"topic_merchant_order_wh":         "/merchant_orders/",
+	"subscription_preapproval":        "/preapproval/",
+	"subscription_preapproval_plan":   "/preapproval_plan/",
+	"subscription_authorized_payment": "/authorized_payments/",
+	"topic_chargebacks_wh":            "/v1/chargebacks/",
+}
+
+func mercadopagoRequest(e FetchEvent) (FetchRequest, error) {
+	doc, err := jsonObject(e.Body)
+	if err != nil {
+		return FetchRequest{}, err
+	}
+	typ := field(doc, "type")
+	path, ok := mercadopagoPaths[typ]
+	if !ok {
+		return FetchRequest{}, noResource("mercadopago: notifications of type %q name no resource hookbox can fetch", typ)
+	}
+	id, ok := idSegment(field(doc, "data.id"))
+	if !ok {
+		return FetchRequest{}, noResource("mercadopago: the notification has no data.id")
+	}
+	return FetchRequest{Path: path + id}, nil
 }

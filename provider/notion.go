@@ -36,15 +36,19 @@ const notionHeader = "X-Notion-Signature"
 // other token is refused. A signed request that carries a
 // verification_token is answered the same way.
 var notionProvider = Provider{
-	Name:        "notion",
-	Signature:   "`X-Notion-Signature` (`sha256=` hex, keyed with the subscription's `verification_token`; no timestamp; the verification request is answered, never stored)",
-	Docs:        "https://developers.notion.com/reference/webhooks",
-	EventID:     "json:id",
-	EventType:   "json:type",
-	Redact:      []string{notionHeader},
-	Handshake:   func(Options) Handshaker { return notionHandshake },
-	TimeoutNote: "not published",
-	Retries:     genericRetries,
+	Name:      "notion",
+	Signature: "`X-Notion-Signature` (`sha256=` hex, keyed with the subscription's `verification_token`; no timestamp; the verification request is answered, never stored)",
+	Docs:      "https://developers.notion.com/reference/webhooks",
+	EventID:   "json:id",
+	EventType: "json:type",
+	// Order: the entity's id and the event's timestamp (RFC 3339).
+	OrderKey:     "json:entity.id",
+	OrderVersion: "json:timestamp",
+	OrderDocs:    "https://developers.notion.com/reference/webhooks-events-delivery",
+	Redact:       []string{notionHeader},
+	Handshake:    func(Options) Handshaker { return notionHandshake },
+	TimeoutNote:  "not published",
+	Retries:      genericRetries,
 	Samples: []Sample{
 		{Type: "page.content_updated", File: "notion/page.content_updated.json", ID: "367cba44-b6f3-4c92-81e7-6a2e9659efd4", Resource: "153104cd-477e-809d-8dc4-ff2d96ae3090", Key: "json:entity.id", Version: "json:timestamp"},
 	},

@@ -17,6 +17,10 @@ var paddleProvider = Provider{
 	Docs:      "https://developer.paddle.com/webhooks/signature-verification",
 	EventID:   "json:event_id",
 	EventType: "json:event_type",
+	// Order: the entity's id, and occurred_at, which Paddle's docs say to order by.
+	OrderKey:     "json:data.id",
+	OrderVersion: "json:occurred_at",
+	OrderDocs:    "https://developer.paddle.com/webhooks/about/how-webhooks-work",
 	// Paddle's SDKs (paddle-node-sdk WebhooksValidator, paddle-python-sdk
 	// Verifier) accept a ts at most 5 seconds old, and Paddle's docs ask
 	// manual checks to do the same.

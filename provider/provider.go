@@ -91,6 +91,12 @@ type Provider struct {
 	// event_id and event_type. "" when the provider has no such place and
 	// the source must say (event_id) or has no type (event_type).
 	EventID, EventType string
+	// OrderKey and OrderVersion are where the provider puts the id of the
+	// resource an event is about and its version (a number or an RFC 3339
+	// time, higher is newer): the defaults of a source's order_key and
+	// order_version. "" where the provider documents none.
+	OrderKey     string
+	OrderVersion string
 	// Tolerance is the clock difference accepted by default for a scheme
 	// that signs a timestamp; zero for a scheme that signs none, where a
 	// source may not set one.
@@ -137,6 +143,13 @@ type Provider struct {
 	// where the source holds the public one); "" when the sender holds the
 	// source's secret.
 	SenderKey string
+
+	// OrderDocs is the provider's page documenting OrderKey and
+	// OrderVersion; "" when it has none.
+	OrderDocs string
+	// Refetch, if set, is the provider's API for the current state of an
+	// event's resource (a target's refetch key names the preset).
+	Refetch *Refetch
 
 	// verifier builds the scheme's verifier from options New has checked:
 	// secrets given and none empty (unless Unsigned), tolerance set.

@@ -17,8 +17,12 @@ var resendProvider = Provider{
 	Docs:      "https://resend.com/docs/webhooks/verify-webhooks-requests",
 	EventID:   "header:webhook-id,header:svix-id",
 	EventType: "json:type",
-	Tolerance: 5 * time.Minute,
-	Redact:    []string{standardHeaders[2], svixHeaders[2]},
+	// Order: the email's id (a contact's or domain's for their events) and created_at.
+	OrderKey:     "json:data.email_id,json:data.id",
+	OrderVersion: "json:created_at",
+	OrderDocs:    "https://resend.com/docs/dashboard/webhooks/event-types",
+	Tolerance:    5 * time.Minute,
+	Redact:       []string{standardHeaders[2], svixHeaders[2]},
 	// Delivered by Svix.
 	Timeout:     15 * time.Second,
 	TimeoutNote: "Svix's, which delivers Resend's webhooks",

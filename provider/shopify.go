@@ -3,6 +3,8 @@ package provider
 import (
 	"crypto/sha256"
 	"net/http"
+	"regexp"
+	"strings"
 	"time"
 )
 
@@ -25,7 +27,14 @@ var shopifyProvider = Provider{
 	Docs:      "https://shopify.dev/docs/apps/build/webhooks/subscribe/https#step-5-verify-the-webhook",
 	EventID:   "header:X-Shopify-Webhook-Id,header:Shopify-Event-Id",
 	EventType: "header:X-Shopify-Topic,header:Shopify-Topic",
-	Redact:    []string{shopifyHMAC, shopifyEventsHMAC},
+	// The resource's global id (a product and an order may share a
+	// numeric id), else its id; the time Shopify triggered the webhook,
+	// else the resource's updated_at (the docs' advice for ordering).
+	OrderKey:     "json:admin_graphql_api_id,json:id",
+	OrderVersion: "header:X-Shopify-Triggered-At,json:updated_at",
+	OrderDocs:    "https://shopify.dev/docs/apps/build/webhooks",
+	Refetch:      shopifyRefetch,
+	Redact:       []string{shopifyHMAC, shopifyEventsHMAC},
 	// 1 second to connect and 5 to answer; 8 retries over 4 hours with
 	// exponential backoff (shopify.dev, HTTPS delivery; the 2024-09 changelog).
 	Timeout: 5 * time.Second,
@@ -51,4 +60,73 @@ var shopifyProvider = Provider{
 func shopifyHeaders(h http.Header, _ Event) {
 	h.Set("X-Shopify-Shop-Domain", "example.myshopify.com")
 	h.Set("X-Shopify-Api-Version", "2025-07")
+}
+
+// shopifyAPIVersion is the Admin API version fetched when the webhook
+// does not name the one it was rendered in (X-Shopify-API-Version).
+const shopifyAPIVersion = "2025-07"
+
+// shopifyRefetch reads the resource from the REST Admin API of the shop
+// that sent the webhook: GET /admin/api/<version>/<resources>/<id>.json,
+// the resources named by the topic's first part, in the API version the
+// webhook was rendered in, with the app's access token.
+var shopifyRefetch = &Refetch{
+	Docs:       "https://shopify.dev/docs/api/admin-rest",
+	What:       "`GET /admin/api/<version>/<resources>/<id>.json` of the topic's resource, on the shop of `X-Shopify-Shop-Domain`",
+	Rate:       "2/s",
+	RateNote:   "the standard plan's REST Admin limit per app and shop; Advanced 4/s, Plus 20/s",
+	AuthHeader: "X-Shopify-Access-Token",
+	Request:    shopifyRequest,
+}
+
+// shopifyResources are the topics' resources the REST Admin API retrieves
+// by id alone; fulfillments and refunds are read below their order.
+var shopifyResources = map[string]bool{
+	"orders": true, "products": true, "customers": true, "draft_orders": true,
+	"collections": true, "inventory_items": true, "locations": true,
+}
+
+var (
+	shopDomain     = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}\.myshopify\.com$`)
+	shopifyVersion = regexp.MustCompile(`^(20[0-9]{2}-(0[1-9]|1[0-2])|unstable)$`)
+)
+
+func shopifyRequest(e FetchEvent) (FetchRequest, error) {
+	var r FetchRequest
+	if e.Base == "" {
+		// The token is sent only to a shop's own myshopify.com host: the
+		// header is not signed, and must not steer it elsewhere.
+		shop := strings.ToLower(e.Header.Get("X-Shopify-Shop-Domain"))
+		if !shopDomain.MatchString(shop) {
+			return FetchRequest{}, noResource("shopify: X-Shopify-Shop-Domain %q is no myshopify.com shop (set refetch_base_url to the shop's https://<shop>.myshopify.com)", shop)
+		}
+		r.Base = "https://" + shop
+	}
+	version := shopifyAPIVersion
+	if v := e.Header.Get("X-Shopify-Api-Version"); shopifyVersion.MatchString(v) {
+		version = v
+	}
+	resource, _, _ := strings.Cut(e.Type, "/")
+	doc, err := jsonObject(e.Body)
+	if err != nil {
+		return FetchRequest{}, err
+	}
+	id, ok := idSegment(field(doc, "id"))
+	if !ok {
+		return FetchRequest{}, noResource("shopify: the body has no id")
+	}
+	base := "/admin/api/" + version + "/"
+	switch {
+	case shopifyResources[resource]:
+		r.Path = base + resource + "/" + id + ".json"
+	case resource == "fulfillments" || resource == "refunds":
+		order, ok := idSegment(field(doc, "order_id"))
+		if !ok {
+			return FetchRequest{}, noResource("shopify: %s without an order_id", resource)
+		}
+		r.Path = base + "orders/" + order + "/" + resource + "/" + id + ".json"
+	default:
+		return FetchRequest{}, noResource("shopify: topic %q has no resource hookbox can fetch", e.Type)
+	}
+	return r, nil
 }

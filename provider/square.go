@@ -29,8 +29,12 @@ var squareProvider = Provider{
 	Docs:      "https://developer.squareup.com/docs/webhooks/step3validate",
 	EventID:   "json:event_id",
 	EventType: "json:type",
-	Redact:    []string{squareHeader, squareSHA1Header},
-	SignsURL:  true,
+	// Order: the object's id and the event's created_at (RFC 3339).
+	OrderKey:     "json:data.id",
+	OrderVersion: "json:created_at",
+	OrderDocs:    "https://developer.squareup.com/docs/webhooks/overview",
+	Redact:       []string{squareHeader, squareSHA1Header},
+	SignsURL:     true,
 	// A 2xx within 10 seconds; unsuccessful deliveries are retried for up
 	// to 24 hours (Troubleshoot webhooks), intervals not published.
 	Timeout: 10 * time.Second,

@@ -15,14 +15,18 @@ import "crypto/sha1"
 // The body's "id" is, in Vercel's words, the ID of the webhook delivery,
 // and its "type" the event type (deployment.created, project.removed, …).
 var vercelProvider = Provider{
-	Name:        "vercel",
-	Signature:   "`x-vercel-signature` (hex HMAC-SHA1 of the body; no timestamp)",
-	Docs:        "https://vercel.com/docs/webhooks/webhooks-api#securing-webhooks",
-	EventID:     "json:id",
-	EventType:   "json:type",
-	Redact:      []string{"X-Vercel-Signature"},
-	TimeoutNote: "not published",
-	Retries:     genericRetries,
+	Name:      "vercel",
+	Signature: "`x-vercel-signature` (hex HMAC-SHA1 of the body; no timestamp)",
+	Docs:      "https://vercel.com/docs/webhooks/webhooks-api#securing-webhooks",
+	EventID:   "json:id",
+	EventType: "json:type",
+	// Order: the deployment's id, else the project's, and createdAt (Unix milliseconds).
+	OrderKey:     "json:payload.deployment.id,json:payload.project.id",
+	OrderVersion: "json:createdAt",
+	OrderDocs:    "https://vercel.com/docs/webhooks/webhooks-api",
+	Redact:       []string{"X-Vercel-Signature"},
+	TimeoutNote:  "not published",
+	Retries:      genericRetries,
 	Samples: []Sample{
 		{Type: "deployment.created", File: "vercel/deployment.created.json", ID: "uHTUJQ8vJeF8ztMuRtvDXnng", Resource: "dpl_2euZBFqxYdDMDG1jTrHFnNZ2eUVa", Key: "json:payload.deployment.id", Version: "json:createdAt"},
 	},
