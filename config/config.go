@@ -178,6 +178,13 @@ type Target struct {
 	SignSecretEnv StringList `toml:"sign_secret_env"`
 	// SignSecrets holds the resolved SignSecretEnv values. Never log it.
 	SignSecrets []string `toml:"-"`
+	// Rate is at most how many attempts to the target start a second,
+	// minute or hour (a token bucket holding one second's worth); zero:
+	// no limit.
+	Rate Rate `toml:"rate"`
+	// Concurrency is at most how many attempts to the target run at once;
+	// 0: no limit.
+	Concurrency int `toml:"concurrency"`
 }
 
 // SourceNames returns the names of the sources t receives from.

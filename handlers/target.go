@@ -43,7 +43,8 @@ func Targets(cfg config.Config, store string) ([]queue.Target, error) {
 		default:
 			return nil, fmt.Errorf("target %s: neither url nor command", t.Name)
 		}
-		out = append(out, queue.Target{Name: t.Name, MaxAttempts: t.MaxAttempts, Handler: h})
+		out = append(out, queue.Target{Name: t.Name, MaxAttempts: t.MaxAttempts, Handler: h,
+			Rate: t.Rate.PerSecond(), Concurrency: t.Concurrency})
 	}
 	return out, nil
 }

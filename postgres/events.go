@@ -190,7 +190,7 @@ func (db *DB) GetEvent(ctx context.Context, id int64) (dedupe.Stored, error) {
 
 // unfinished is true of an event with a delivery still to do or dead: its
 // payload and its key stay.
-const unfinished = `EXISTS (SELECT 1 FROM deliveries d WHERE d.event = e.id AND d.status IN ('pending', 'running', 'retrying', 'dead'))`
+const unfinished = `EXISTS (SELECT 1 FROM deliveries d WHERE d.event = e.id AND d.status IN ('pending', 'running', 'retrying', 'paused', 'dead'))`
 
 // Sweep drops bodies and headers of events received before payloadsBefore
 // whose deliveries are all finished, and deletes events (their dedupe keys)
