@@ -126,3 +126,18 @@ func knownTarget(cfg config.Config, command, target string) error {
 	}
 	return fmt.Errorf("%s: no target %q in the config (targets: %s)", command, cli.Printable(target), strings.Join(cfg.TargetNames(), ", "))
 }
+
+// notePaused tells, after a replay, which paused targets hold what it
+// queued (of target, or of any when ""): those wait until resume.
+func notePaused(ctx context.Context, env cli.Env, db cli.Store, target string) error {
+	list, err := db.Paused(ctx)
+	if err != nil {
+		return err
+	}
+	for _, p := range list {
+		if target == "" || p.Name == target {
+			fmt.Fprintf(env.Stdout, "note: %s is paused: its deliveries wait until hookbox resume %s\n", cli.Printable(p.Name), cli.Printable(p.Name))
+		}
+	}
+	return nil
+}

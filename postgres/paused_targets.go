@@ -12,10 +12,19 @@ import (
 )
 
 // The paused_targets table holds the targets hookbox pause holds. The
-// deliveries of a paused target wait as 'paused', outside the due index:
-// migration 0003's trigger keeps every delivery that enters the queue for
-// one of them paused, whichever statement, on whichever replica, put it
-// there.
+// deliveries of a paused target wait as 'paused', outside the due index.
+// While a target is paused, the trigger deliveries_pause (its function is
+// migration 0003's) keeps every delivery that enters the queue for one of
+// them paused, whichever statement, on whichever replica, put it there.
+// It exists only while a target is paused: a database with no target
+// paused pays nothing for it.
+
+const (
+	createPauseTrigger = `CREATE OR REPLACE TRIGGER deliveries_pause BEFORE INSERT OR UPDATE OF status ON deliveries
+		FOR EACH ROW WHEN (NEW.status IN ('pending', 'retrying'))
+		EXECUTE FUNCTION deliveries_pause()`
+	dropPauseTrigger = `DROP TRIGGER IF EXISTS deliveries_pause ON deliveries`
+)
 
 // lockQueueSQL makes a pause or a resume wait for the writes to deliveries
 // under way and holds new ones back until it commits: a write whose
@@ -47,6 +56,9 @@ func (db *DB) Pause(ctx context.Context, target string, now time.Time) (queue.Pa
 			return err
 		}
 		r.Since = fromMS(since)
+		if _, err := tx.Exec(ctx, createPauseTrigger); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `UPDATE deliveries SET status = 'paused' WHERE `+dueCondition+` AND status <> 'running' AND target = $1`, target); err != nil {
 			return err
 		}
@@ -79,6 +91,15 @@ func (db *DB) Resume(ctx context.Context, target string, now time.Time) (queue.P
 			return err
 		default:
 			r.Since = fromMS(since)
+		}
+		var others int64
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM paused_targets`).Scan(&others); err != nil {
+			return err
+		}
+		if others == 0 {
+			if _, err := tx.Exec(ctx, dropPauseTrigger); err != nil {
+				return err
+			}
 		}
 		tag, err := tx.Exec(ctx, `UPDATE deliveries SET status = CASE WHEN attempts = 0 THEN 'pending' ELSE 'retrying' END,
 			run_at = least(run_at, $1) WHERE status = 'paused' AND target = $2`, ms(now), target)

@@ -194,9 +194,11 @@ func (p *Pool) Start(ctx context.Context) error {
 	} else if n > 0 {
 		p.log.Warn().Int64("deliveries", n).Msg("retrying deliveries interrupted by the previous stop")
 	}
-	if err := p.readPaused(ctx); err != nil {
+	paused, err := p.readPaused(ctx)
+	if err != nil {
 		return err
 	}
+	p.warnPaused(paused)
 	claimCtx, stopClaim := context.WithCancel(context.WithoutCancel(ctx))
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	p.stopClaim, p.stopRun, p.runCtx = stopClaim, stopRun, runCtx

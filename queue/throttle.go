@@ -76,18 +76,30 @@ func (p *Pool) isPaused(target string) bool { return (*p.paused.Load())[target] 
 
 func (p *Pool) anyPaused() bool { return len(*p.paused.Load()) > 0 }
 
-// readPaused reads the paused targets.
-func (p *Pool) readPaused(ctx context.Context) error {
+// readPaused reads the paused targets and returns them.
+func (p *Pool) readPaused(ctx context.Context) ([]PausedTarget, error) {
 	list, err := p.s.Paused(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	m := make(map[string]bool, len(list))
 	for _, t := range list {
 		m[t.Name] = true
 	}
 	p.paused.Store(&m)
-	return nil
+	return list, nil
+}
+
+// warnPaused names, at the start, each configured target a pause holds:
+// a pause outlives the process, and one forgotten after the maintenance
+// would otherwise hold its deliveries unnoticed.
+func (p *Pool) warnPaused(list []PausedTarget) {
+	for _, t := range list {
+		if _, ok := p.targets[t.Name]; ok {
+			p.log.Warn().Str("target", t.Name).Time("since", t.Since).
+				Msg("target is paused: its deliveries wait, spending no attempts, until hookbox resume " + t.Name)
+		}
+	}
 }
 
 // watchPaused reads the paused targets every PausedEvery until ctx ends,
@@ -105,7 +117,7 @@ func (p *Pool) watchPaused(ctx context.Context) {
 			return
 		case <-ticker.C:
 		}
-		err := p.readPaused(ctx)
+		_, err := p.readPaused(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil && !failing:
 			p.log.Error().Err(err).Msg("reading the paused targets failed; retrying every second, with the last ones read")

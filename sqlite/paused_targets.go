@@ -11,9 +11,42 @@ import (
 )
 
 // The paused_targets table holds the targets hookbox pause holds. The
-// deliveries of a paused target wait as 'paused', outside the due index:
-// migration 0008's triggers keep every delivery that enters the queue for
-// one of them paused, whichever statement put it there.
+// deliveries of a paused target wait as 'paused', outside the due index.
+//
+// Whatever puts a delivery of a paused target in the queue (a new event, a
+// failed attempt's retry, a replay, a redelivery reviving a dead one, an
+// interrupted attempt released, a claim returned unstarted or deferred)
+// leaves it paused instead, through pauseTriggers: in the store, not in
+// each statement, so that every writer holds to it (serve, the commands)
+// and the queue's statements stay as they are. The triggers exist only
+// while a target is paused: a trigger on deliveries costs each insert and
+// each status change about a microsecond even when it does nothing, and a
+// store with no target paused pays none of it. Creating or dropping them
+// changes the schema, which makes each connection prepare its statements
+// again once.
+
+// pauseTriggers are created by the first pause and dropped by the resume
+// of the last paused target. The test of the target comes second: for the
+// rows of other statuses the trigger costs one comparison.
+var pauseTriggers = []string{
+	`CREATE TRIGGER IF NOT EXISTS deliveries_pause_insert AFTER INSERT ON deliveries
+		WHEN (NEW.status = 'pending' OR NEW.status = 'retrying')
+			AND EXISTS (SELECT 1 FROM paused_targets WHERE target = NEW.target)
+	BEGIN
+		UPDATE deliveries SET status = 'paused' WHERE id = NEW.id;
+	END`,
+	`CREATE TRIGGER IF NOT EXISTS deliveries_pause_update AFTER UPDATE OF status ON deliveries
+		WHEN (NEW.status = 'pending' OR NEW.status = 'retrying')
+			AND EXISTS (SELECT 1 FROM paused_targets WHERE target = NEW.target)
+	BEGIN
+		UPDATE deliveries SET status = 'paused' WHERE id = NEW.id;
+	END`,
+}
+
+var dropPauseTriggers = []string{
+	`DROP TRIGGER IF EXISTS deliveries_pause_insert`,
+	`DROP TRIGGER IF EXISTS deliveries_pause_update`,
+}
 
 // pauseSQL holds a target's queued deliveries, through the due index (the
 // queue, not the whole table). Running ones finish their attempt; a retry
@@ -54,6 +87,11 @@ func (db *DB) Pause(ctx context.Context, target string, now time.Time) (queue.Pa
 			return err
 		}
 		r.Since = time.UnixMilli(since).UTC()
+		for _, q := range pauseTriggers {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
 		if _, err := tx.ExecContext(ctx, pauseSQL, target); err != nil {
 			return err
 		}
@@ -87,6 +125,17 @@ func (db *DB) Resume(ctx context.Context, target string, now time.Time) (queue.P
 			return err
 		default:
 			r.Since = time.UnixMilli(since).UTC()
+		}
+		var others int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM paused_targets`).Scan(&others); err != nil {
+			return err
+		}
+		if others == 0 {
+			for _, q := range dropPauseTriggers {
+				if _, err := tx.ExecContext(ctx, q); err != nil {
+					return err
+				}
+			}
 		}
 		res, err := tx.ExecContext(ctx, resumeSQL, now.UnixMilli(), target)
 		if err != nil {

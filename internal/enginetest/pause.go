@@ -13,6 +13,7 @@ import (
 var pauseTests = []test{
 	{"Holds queued deliveries", testPauseHoldsQueued},
 	{"Resume releases", testResumeReleases},
+	{"Resume one of two", testResumeOneOfTwo},
 	{"Every way into the queue stays paused", testPausedStaysPaused},
 	{"Defer", testDefer},
 	{"Paused payloads are kept", testPausedNotSwept},
@@ -311,5 +312,32 @@ func testPausedNotSwept(t *testing.T, e Engine) {
 	ev, err := e.GetEvent(ctx, held)
 	if err != nil || string(ev.Body) != `{"id":"held"}` {
 		t.Errorf("the paused delivery's event: %+v %v, want its body kept", ev, err)
+	}
+}
+
+// With two targets paused, resuming one leaves the other held, for the
+// events queued since too; once neither is paused, both queue as before.
+func testResumeOneOfTwo(t *testing.T, e Engine) {
+	mustPause(t, e, "billing", t0)
+	mustPause(t, e, "mail", t0)
+	mustResume(t, e, "billing", t0.Add(time.Minute))
+	ev := ingest(t, e, "one", t0.Add(2*time.Minute), "billing", "mail")
+	if b, m := statusOf(t, e, ev, "billing").Status, statusOf(t, e, ev, "mail").Status; b != queue.Pending || m != queue.Paused {
+		t.Errorf("after resuming billing only: billing %s, mail %s; want pending and paused", b, m)
+	}
+	if r := mustResume(t, e, "mail", t0.Add(3*time.Minute)); r.Deliveries != 1 {
+		t.Errorf("resume mail released %d, want 1", r.Deliveries)
+	}
+	ev = ingest(t, e, "two", t0.Add(4*time.Minute), "billing", "mail")
+	for _, target := range []string{"billing", "mail"} {
+		if d := statusOf(t, e, ev, target); d.Status != queue.Pending {
+			t.Errorf("after both resumed, %s: %s, want pending", target, d.Status)
+		}
+	}
+	// Paused again after that, as the first time.
+	mustPause(t, e, "mail", t0.Add(5*time.Minute))
+	ev = ingest(t, e, "three", t0.Add(6*time.Minute), "mail")
+	if d := statusOf(t, e, ev, "mail"); d.Status != queue.Paused {
+		t.Errorf("paused a second time: %s, want paused", d.Status)
 	}
 }

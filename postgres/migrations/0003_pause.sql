@@ -18,11 +18,11 @@ CREATE INDEX deliveries_paused ON deliveries (target) WHERE status = 'paused';
 -- Whatever puts a delivery of a paused target in the queue (a new event, a
 -- failed attempt's retry, a replay, a redelivery reviving a dead one, an
 -- interrupted attempt released, a claim returned unstarted) leaves it
--- paused instead. In the store, not in each statement: every writer, on
--- every replica, holds to it, and the queue's statements stay as they
--- were. Pause and resume lock the table against writers while they change
--- paused_targets: a write that read the old paused_targets commits before
--- them, and they then move its rows.
+-- paused instead: the trigger deliveries_pause calls this on each such
+-- row. The trigger exists only while a target is paused (hookbox pause
+-- creates it, the resume of the last paused target drops it:
+-- postgres/paused_targets.go), so that a database with no target paused
+-- pays nothing for it on each delivery.
 CREATE FUNCTION deliveries_pause() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
 	IF EXISTS (SELECT 1 FROM paused_targets WHERE target = NEW.target) THEN
@@ -31,7 +31,3 @@ BEGIN
 	RETURN NEW;
 END
 $$;
-
-CREATE TRIGGER deliveries_pause BEFORE INSERT OR UPDATE OF status ON deliveries
-	FOR EACH ROW WHEN (NEW.status IN ('pending', 'retrying'))
-	EXECUTE FUNCTION deliveries_pause();

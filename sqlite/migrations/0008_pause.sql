@@ -31,23 +31,7 @@ CREATE TABLE paused_targets (
 -- queue counts add to the due index's rows.
 CREATE INDEX deliveries_paused ON deliveries (target) WHERE status = 'paused';
 
--- Whatever puts a delivery of a paused target in the queue (a new event, a
--- failed attempt's retry, a replay, a redelivery reviving a dead one, an
--- interrupted attempt released, a claim returned unstarted) leaves it
--- paused instead. In the store, not in each statement: every writer
--- (serve, the commands, an older build's statements) holds to it, and the
--- statements of the queue stay as they were. The test of the target comes
--- second: for every other row the trigger costs one comparison.
-CREATE TRIGGER deliveries_pause_insert AFTER INSERT ON deliveries
-	WHEN (NEW.status = 'pending' OR NEW.status = 'retrying')
-		AND EXISTS (SELECT 1 FROM paused_targets WHERE target = NEW.target)
-BEGIN
-	UPDATE deliveries SET status = 'paused' WHERE id = NEW.id;
-END;
-
-CREATE TRIGGER deliveries_pause_update AFTER UPDATE OF status ON deliveries
-	WHEN (NEW.status = 'pending' OR NEW.status = 'retrying')
-		AND EXISTS (SELECT 1 FROM paused_targets WHERE target = NEW.target)
-BEGIN
-	UPDATE deliveries SET status = 'paused' WHERE id = NEW.id;
-END;
+-- The triggers that keep a paused target's deliveries paused exist only
+-- while a target is paused: hookbox pause creates them and the resume of
+-- the last paused target drops them (sqlite/paused_targets.go), so that a
+-- store with no target paused pays nothing for them on each delivery.
