@@ -299,3 +299,71 @@ url = %q
 	waitFor(t, 30*time.Second, "the held backlog after resume", func() bool { return rated.Count() == n+n/2 })
 	checkRate(t, "the catch-up after resume", startTimes(rated.Hits()[n:]), rate)
 }
+
+// On PostgreSQL, as on SQLite: a pause from the command holds a running
+// serve's target (the other goes on), and resume lets its deliveries go.
+func TestPostgres_PauseResume(t *testing.T) {
+	dbURL := postgresSchema(t)
+	bin := buildHookbox(t)
+	billing, mail := newRecordingTarget(t, nil), newRecordingTarget(t, nil)
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	cfg := filepath.Join(dir, "hookbox.toml")
+	writeFile(t, cfg, fmt.Sprintf("[server]\nlisten = %q\n\n[store]\nurl_env = \"HOOKBOX_DATABASE_URL\"\n", addr)+deliveryConfig+fmt.Sprintf(`
+[[target]]
+name = "billing"
+source = "shop"
+url = %q
+
+[[target]]
+name = "mail"
+source = "shop"
+url = %q
+`, billing.URL, mail.URL))
+	out := &syncBuffer{}
+	cmd := exec.Command(bin, "serve", "--config", cfg, "--log-format", "json")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "HOOKBOX_DATABASE_URL=" + dbURL}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	waitFor(t, 15*time.Second, "serve on PostgreSQL to answer /healthz", func() bool {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	getenv := func(k string) string {
+		if k == "HOOKBOX_DATABASE_URL" {
+			return dbURL
+		}
+		return ""
+	}
+	run := func(args ...string) string {
+		t.Helper()
+		stdout, stderr, err := execute(args, getenv)
+		if err != nil {
+			t.Fatalf("hookbox %s: %v\n%s", strings.Join(args, " "), err, stderr)
+		}
+		return stdout
+	}
+	if got := run("pause", "--config", cfg, "billing"); !strings.Contains(got, "paused billing") {
+		t.Fatalf("pause: %s", got)
+	}
+	postShop(t, "http://"+addr, "pg", 4)
+	waitFor(t, 10*time.Second, "mail's deliveries", func() bool { return mail.Count() == 4 })
+	time.Sleep(300 * time.Millisecond)
+	if n := billing.Count(); n != 0 {
+		t.Fatalf("billing got %d requests while paused, want 0\n%s", n, out.String())
+	}
+	if got := run("events", "--config", cfg, "--status", "paused", "--json"); strings.Count(got, `"status":"paused"`) != 4 {
+		t.Fatalf("events --status paused: %s, want 4 paused", got)
+	}
+	if got := run("resume", "--config", cfg, "billing"); !strings.Contains(got, "4 deliveries released") {
+		t.Fatalf("resume: %s", got)
+	}
+	waitFor(t, 10*time.Second, "billing's deliveries after resume", func() bool { return billing.Count() == 4 })
+}
