@@ -126,6 +126,8 @@ func (db *DB) ListEvents(ctx context.Context, f dedupe.Filter) ([]dedupe.Stored,
 	case "":
 	case "pending", "running", "retrying":
 		q += ` AND id IN (SELECT d.event FROM deliveries d WHERE ` + dueCondition + ` AND d.status = ` + a.add(f.Status) + `)`
+	case "paused":
+		q += ` AND id IN (SELECT d.event FROM deliveries d WHERE d.status = 'paused')`
 	case "dead":
 		q += ` AND id IN (SELECT l.event FROM dead_letters l WHERE l.revived_at IS NULL)
 			AND EXISTS (SELECT 1 FROM deliveries d WHERE d.event = e.id AND d.status = 'dead')`

@@ -173,6 +173,9 @@ func (db *DB) ListEvents(ctx context.Context, f dedupe.Filter) ([]dedupe.Stored,
 		// The queued deliveries are the due index: the queue, not the table.
 		q += ` AND id IN (SELECT d.event FROM deliveries d INDEXED BY deliveries_due WHERE ` + dueCondition + ` AND d.status = ?)`
 		args = append(args, f.Status)
+	case "paused":
+		// The paused deliveries have an index of their own.
+		q += ` AND id IN (SELECT d.event FROM deliveries d INDEXED BY deliveries_paused WHERE d.status = 'paused')`
 	case "dead":
 		// Dead deliveries are the dead letters not revived.
 		q += ` AND id IN (SELECT l.event FROM dead_letters l WHERE l.revived_at IS NULL)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"hookbox/dedupe"
 	"hookbox/queue"
 )
 
@@ -126,6 +127,14 @@ func testPauseHoldsQueued(t *testing.T, e Engine) {
 	}
 	if fmt.Sprint(byTarget) != "map[billing:4]" {
 		t.Errorf("queued by target %v, want billing:4 (paused ones count)", byTarget)
+	}
+	var listed []string
+	for _, ev := range mustList(t, e, dedupe.Filter{Status: queue.Paused}) {
+		listed = append(listed, ev.EventID)
+	}
+	slices.Sort(listed)
+	if fmt.Sprint(listed) != "[late pending retrying running]" {
+		t.Errorf("events with a paused delivery: %v, want late, pending, retrying, running", listed)
 	}
 	list, err := e.Paused(ctx)
 	if err != nil {
