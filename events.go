@@ -25,16 +25,16 @@ func (c *EventsCommand) Run(ctx context.Context, args []string) error {
 	fs := cli.NewFlagSet(c.Env, "events", "", eventsSummary)
 	path := fs.String("config", "", "config `FILE` (default $HOOKBOX_CONFIG)")
 	source := fs.String("source", "", "only this `SOURCE`")
-	status := fs.String("status", "", "only events with a delivery in this `STATUS` (pending, running, retrying, done, dead, skipped)")
+	status := fs.String("status", "", "only events with a delivery in this `STATUS` (pending, running, retrying, paused, done, dead, skipped)")
 	limit := fs.Int("limit", 50, "at most `N` events (0: all)")
 	asJSON := fs.Bool("json", false, "one JSON object a line")
 	if err := fs.Parse(args, 0); err != nil {
 		return err
 	}
 	switch *status {
-	case "", queue.Pending, queue.Running, queue.Retrying, queue.Done, queue.Dead, queue.Skipped:
+	case "", queue.Pending, queue.Running, queue.Retrying, queue.Paused, queue.Done, queue.Dead, queue.Skipped:
 	default:
-		return cli.Usagef("events: --status %q: want pending, running, retrying, done, dead or skipped", *status)
+		return cli.Usagef("events: --status %q: want pending, running, retrying, paused, done, dead or skipped", *status)
 	}
 	if *limit < 0 {
 		return cli.Usagef("events: --limit must be 0 or more")

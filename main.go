@@ -94,6 +94,10 @@ type Store interface {
 	QueuedByTarget(ctx context.Context) (map[string]int64, error)
 	Running(ctx context.Context) ([]queue.RunningKey, error)
 	GetEvent(ctx context.Context, id int64) (dedupe.Stored, error)
+	// Pause and Resume hold and release a target's deliveries (hookbox
+	// pause, resume); queue.Store's Paused lists the paused targets.
+	Pause(ctx context.Context, target string, now time.Time) (queue.PauseResult, error)
+	Resume(ctx context.Context, target string, now time.Time) (queue.PauseResult, error)
 	Close() error
 }
 

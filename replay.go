@@ -109,7 +109,7 @@ A running serve picks them up within a second.`)
 	if r.Changed > 0 {
 		fmt.Fprintf(out, "%s left out: they changed while the replay ran (claimed, revived and done, or swept)\n", cli.Count(r.Changed, "delivery"))
 	}
-	return nil
+	return notePaused(ctx, c.Env, db, sel.Target)
 }
 
 // parseWhen parses an RFC3339 time or a duration before now ("2h", "7d").

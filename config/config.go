@@ -187,6 +187,13 @@ type Target struct {
 	RefetchBaseURL string `toml:"refetch_base_url"` // replaces the preset's API base (a proxy, a test server)
 	// RefetchCredential holds the resolved RefetchAuthEnv value. Never log it.
 	RefetchCredential string `toml:"-"`
+	// Rate is at most how many attempts to the target start a second,
+	// minute or hour (a token bucket holding one second's worth); zero:
+	// no limit.
+	Rate Rate `toml:"rate"`
+	// Concurrency is at most how many attempts to the target run at once;
+	// 0: no limit.
+	Concurrency int `toml:"concurrency"`
 }
 
 // SourceNames returns the names of the sources t receives from.

@@ -417,6 +417,11 @@ func TestParse_Validation(t *testing.T) {
 		{"Target permanent status not a list", srcStripe + tgt + "url = \"http://127.0.0.1/\"\npermanent_status = 410\n", "target[t].permanent_status", "410"},
 		{"Target permanent status strings", srcStripe + tgt + "url = \"http://127.0.0.1/\"\npermanent_status = [\"410\"]\n", "target[t].permanent_status", ""},
 		{"Target permanent status on command", srcStripe + tgt + "command = [\"/bin/true\"]\npermanent_status = [410]\n", "target[t].permanent_status", ""},
+		{"Target rate without unit", srcStripe + tgt + "url = \"http://127.0.0.1/\"\nrate = \"50\"\n", "target[t].rate", "50"},
+		{"Target rate unit", srcStripe + tgt + "url = \"http://127.0.0.1/\"\nrate = \"50/d\"\n", "target[t].rate", "50/d"},
+		{"Target rate zero", srcStripe + tgt + "url = \"http://127.0.0.1/\"\nrate = \"0/s\"\n", "target[t].rate", "0/s"},
+		{"Target rate a number", srcStripe + tgt + "url = \"http://127.0.0.1/\"\nrate = 50\n", "target[t].rate", "50"},
+		{"Target concurrency negative", srcStripe + tgt + "url = \"http://127.0.0.1/\"\nconcurrency = -1\n", "target[t].concurrency", "-1"},
 
 		// Unknown keys
 		{"Unknown section", "[sever]\nlisten = \"x\"\n", "sever", ""},

@@ -566,4 +566,7 @@ func validateTarget(sc scope, t *Target, sources []Source, getenv func(string) s
 	if t.MaxAttempts < 0 {
 		sc.add("max_attempts", strconv.Itoa(t.MaxAttempts), "must not be negative (0 = delivery.max_attempts)")
 	}
+	if t.Concurrency < 0 {
+		sc.add("concurrency", strconv.Itoa(t.Concurrency), "must not be negative (0 = no limit)")
+	}
 }

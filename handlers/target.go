@@ -53,7 +53,8 @@ func TargetsWith(cfg config.Config, store string, o Options) ([]queue.Target, er
 		default:
 			return nil, fmt.Errorf("target %s: neither url nor command", t.Name)
 		}
-		out = append(out, queue.Target{Name: t.Name, MaxAttempts: t.MaxAttempts, Handler: h})
+		out = append(out, queue.Target{Name: t.Name, MaxAttempts: t.MaxAttempts, Handler: h,
+			Rate: t.Rate.PerSecond(), Concurrency: t.Concurrency})
 	}
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -27,14 +28,18 @@ func TestMigrations(t *testing.T) {
 	db := open(t, u, postgres.Options{})
 	db.Close()
 	db = open(t, u, postgres.Options{NoMigrate: true}) // up to date: opens
-	if _, err := db.Exec(ctx, `DO $$ BEGIN IF (SELECT count(*) FROM hookbox_migrations) <> 1 THEN RAISE 'want one migration recorded'; END IF; END $$`); err != nil {
+	files, err := filepath.Glob("migrations/*.sql")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("migration files: %v %v", files, err)
+	}
+	if _, err := db.Exec(ctx, fmt.Sprintf(`DO $$ BEGIN IF (SELECT count(*) FROM hookbox_migrations) <> %d THEN RAISE 'want each migration recorded once'; END IF; END $$`, len(files))); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Exec(ctx, `INSERT INTO hookbox_migrations (name) VALUES ('9999_future.sql')`); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
-	_, err := postgres.Open(ctx, u, postgres.Options{})
+	_, err = postgres.Open(ctx, u, postgres.Options{})
 	if !errors.Is(err, postgres.ErrSchemaAhead) || !strings.Contains(err.Error(), "9999_future.sql") {
 		t.Fatalf("open a schema from a newer build: %v, want ErrSchemaAhead naming 9999_future.sql", err)
 	}

@@ -49,6 +49,11 @@ const (
 	reviveSet = `UPDATE deliveries SET status = 'pending', attempts = 0, run_at = $1, last_error = '', dead_reason = '', done_at = NULL`
 )
 
+// unclaimSQL returns a claimed job that never started to the queue, due at
+// the time given, its claim not counted.
+const unclaimSQL = `UPDATE deliveries SET status = CASE WHEN attempts <= 1 THEN 'pending' ELSE 'retrying' END,
+	attempts = greatest(attempts - 1, 0), run_at = $1 WHERE id = $2 AND lease_token = $3 AND status = 'running'`
+
 // enqueueTx adds one pending delivery per target for event, inside tx.
 func enqueueTx(ctx context.Context, tx pgx.Tx, event int64, targets []string, now time.Time) error {
 	if _, err := tx.Exec(ctx, enqueueSQL, event, targets, ms(now)); err != nil {
@@ -165,9 +170,7 @@ func (db *DB) Unclaim(ctx context.Context, jobs []*queue.Job, now time.Time) err
 	}
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		for _, j := range jobs {
-			if _, err := tx.Exec(ctx, `UPDATE deliveries SET status = CASE WHEN attempts <= 1 THEN 'pending' ELSE 'retrying' END,
-				attempts = greatest(attempts - 1, 0), run_at = $1 WHERE id = $2 AND lease_token = $3 AND status = 'running'`,
-				ms(now), j.Delivery, j.Token); err != nil {
+			if _, err := tx.Exec(ctx, unclaimSQL, ms(now), j.Delivery, j.Token); err != nil {
 				return err
 			}
 		}
@@ -175,6 +178,28 @@ func (db *DB) Unclaim(ctx context.Context, jobs []*queue.Job, now time.Time) err
 	})
 	if err != nil {
 		return fmt.Errorf("unclaim deliveries: %w", err)
+	}
+	return nil
+}
+
+// Defer puts jobs that were claimed but never started back in the queue,
+// each due at until[i]: their claim does not count as an attempt. The
+// pool defers the jobs of a target out of tokens or slots to the time it
+// expects their turn, so that they wait in the store and not in a worker.
+func (db *DB) Defer(ctx context.Context, jobs []*queue.Job, until []time.Time) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		for i, j := range jobs {
+			if _, err := tx.Exec(ctx, unclaimSQL, ms(until[i]), j.Delivery, j.Token); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("defer deliveries: %w", err)
 	}
 	return nil
 }
@@ -194,10 +219,12 @@ func (db *DB) NextDue(ctx context.Context, except []int64) (time.Time, bool, err
 	return time.UnixMilli(at), true, nil
 }
 
-// QueuedByTarget counts the queued (pending, retrying, running)
+// QueuedByTarget counts the queued (pending, retrying, running, paused)
 // deliveries of each target.
 func (db *DB) QueuedByTarget(ctx context.Context) (map[string]int64, error) {
-	rows, err := db.pool.Query(ctx, `SELECT target, count(*) FROM deliveries WHERE `+dueCondition+` GROUP BY target`)
+	rows, err := db.pool.Query(ctx, `SELECT target, sum(n)::bigint FROM (
+		SELECT target, count(*) AS n FROM deliveries WHERE `+dueCondition+` GROUP BY target
+		UNION ALL SELECT target, count(*) FROM deliveries WHERE status = 'paused' GROUP BY target) q GROUP BY target`)
 	if err != nil {
 		return nil, fmt.Errorf("queued deliveries by target: %w", err)
 	}

@@ -126,6 +126,8 @@ func (db *DB) ListEvents(ctx context.Context, f dedupe.Filter) ([]dedupe.Stored,
 	case "":
 	case "pending", "running", "retrying":
 		q += ` AND id IN (SELECT d.event FROM deliveries d WHERE ` + dueCondition + ` AND d.status = ` + a.add(f.Status) + `)`
+	case "paused":
+		q += ` AND id IN (SELECT d.event FROM deliveries d WHERE d.status = 'paused')`
 	case "dead":
 		q += ` AND id IN (SELECT l.event FROM dead_letters l WHERE l.revived_at IS NULL)
 			AND EXISTS (SELECT 1 FROM deliveries d WHERE d.event = e.id AND d.status = 'dead')`
@@ -190,7 +192,7 @@ func (db *DB) GetEvent(ctx context.Context, id int64) (dedupe.Stored, error) {
 
 // unfinished is true of an event with a delivery still to do or dead: its
 // payload and its key stay.
-const unfinished = `EXISTS (SELECT 1 FROM deliveries d WHERE d.event = e.id AND d.status IN ('pending', 'running', 'retrying', 'dead'))`
+const unfinished = `EXISTS (SELECT 1 FROM deliveries d WHERE d.event = e.id AND d.status IN ('pending', 'running', 'retrying', 'paused', 'dead'))`
 
 // Sweep drops bodies and headers of events received before payloadsBefore
 // whose deliveries are all finished, and deletes events (their dedupe keys)

@@ -7,12 +7,14 @@ import (
 	"hookbox/queue"
 )
 
-// QueueStats counts queued and dead deliveries and finds the oldest queued
-// one, reading the queued rows (through the due index) and the dead
+// QueueStats counts queued (paused ones too) and dead deliveries and finds
+// the oldest queued one, reading the queued rows (through the due index and
+// the paused one) and the dead
 // letters: its cost grows with the queue, not with the whole table.
 func (db *DB) QueueStats(ctx context.Context) (queue.Stats, error) {
 	s := queue.NewStats()
-	rows, err := db.pool.Query(ctx, `SELECT status, count(*), min(created_at) FROM deliveries WHERE `+dueCondition+` GROUP BY status`)
+	rows, err := db.pool.Query(ctx, `SELECT status, count(*), min(created_at) FROM deliveries
+		WHERE `+dueCondition+` OR status = 'paused' GROUP BY status`)
 	if err != nil {
 		return s, fmt.Errorf("queue stats: %w", err)
 	}

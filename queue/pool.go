@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -67,6 +68,11 @@ type Target struct {
 	Name        string
 	MaxAttempts int
 	Handler     Handler
+	// Rate is how many attempts a second may start (0: no limit), from a
+	// token bucket holding one second's worth (at least one).
+	Rate float64
+	// Concurrency is how many attempts may run at once (0: no limit).
+	Concurrency int
 }
 
 // PoolConfig configures a Pool.
@@ -87,6 +93,15 @@ type PoolConfig struct {
 	OnDead func()
 	// OnDone is called after a delivery succeeded, with its receive time.
 	OnDone func(receivedAt time.Time)
+	// OnThrottled is called when n claimed jobs of target were deferred
+	// for want of a token (reason ThrottledRate) or a slot
+	// (ThrottledConcurrency).
+	OnThrottled func(target, reason string, n int)
+	// PausedEvery is how often the pool reads the paused targets (default
+	// a second): a job claimed before its target was paused, still waiting
+	// for a worker, goes back to the queue instead of starting.
+	PausedEvery time.Duration
+
 	Now    func() time.Time
 	Logger zerolog.Logger
 }
@@ -108,6 +123,11 @@ type Pool struct {
 	mu       sync.Mutex
 	inflight map[int64]*Job
 
+	// limits holds the limiter of each target with a rate or a
+	// concurrency; paused, the paused targets as last read.
+	limits map[string]*limiter
+	paused atomic.Pointer[map[string]bool]
+
 	stopClaim context.CancelFunc
 	stopRun   context.CancelFunc
 	runCtx    context.Context
@@ -115,6 +135,7 @@ type Pool struct {
 	pending   sync.WaitGroup // completions submitted, not yet committed
 	dispatch  sync.WaitGroup
 	renewal   sync.WaitGroup
+	pausing   sync.WaitGroup
 	stopOnce  sync.Once
 }
 
@@ -131,6 +152,9 @@ func NewPool(s Store, cfg PoolConfig) *Pool {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.PausedEvery <= 0 {
+		cfg.PausedEvery = time.Second
+	}
 	p := &Pool{
 		s:        s,
 		cfg:      cfg,
@@ -143,7 +167,14 @@ func NewPool(s Store, cfg PoolConfig) *Pool {
 	p.jobs = make(chan *Job, p.prefetch())
 	for _, t := range cfg.Targets {
 		p.targets[t.Name] = t
+		if l := newLimiter(t.Rate, t.Concurrency); l != nil {
+			if p.limits == nil {
+				p.limits = make(map[string]*limiter)
+			}
+			p.limits[t.Name] = l
+		}
 	}
+	p.paused.Store(&map[string]bool{})
 	return p
 }
 
@@ -163,9 +194,16 @@ func (p *Pool) Start(ctx context.Context) error {
 	} else if n > 0 {
 		p.log.Warn().Int64("deliveries", n).Msg("retrying deliveries interrupted by the previous stop")
 	}
+	paused, err := p.readPaused(ctx)
+	if err != nil {
+		return err
+	}
+	p.warnPaused(paused)
 	claimCtx, stopClaim := context.WithCancel(context.WithoutCancel(ctx))
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	p.stopClaim, p.stopRun, p.runCtx = stopClaim, stopRun, runCtx
+	p.pausing.Add(1)
+	go p.watchPaused(claimCtx)
 	for range p.cfg.Workers {
 		p.wg.Add(1)
 		go p.worker()
@@ -190,6 +228,7 @@ func (p *Pool) Stop() {
 		}
 		p.stopClaim()
 		p.dispatch.Wait()
+		p.pausing.Wait()
 		// Jobs claimed ahead that no worker has taken go back to the queue
 		// as they were, in one write; the workers finish what they hold.
 		var unstarted []*Job
@@ -253,10 +292,14 @@ func (p *Pool) dispatcher(ctx context.Context) {
 			p.inflight[j.Delivery] = j
 		}
 		p.mu.Unlock()
+		claimed := len(jobs)
+		if p.limits != nil || p.anyPaused() {
+			jobs = p.admit(jobs)
+		}
 		for _, j := range jobs {
 			p.jobs <- j // never blocks: only this goroutine sends, and free was free
 		}
-		if len(jobs) == free {
+		if claimed == free {
 			continue // there may be more due work
 		}
 		if !p.waitForWork(ctx) {
@@ -332,6 +375,12 @@ func (p *Pool) worker() {
 		case p.taken <- struct{}{}:
 		default:
 		}
+		if p.isPaused(j.Target) {
+			// Claimed before the pause, not started: it waits, paused,
+			// with the rest of its target's.
+			p.unclaim([]*Job{j})
+			continue
+		}
 		p.run(j)
 	}
 }
@@ -347,6 +396,7 @@ func (p *Pool) unclaim(jobs []*Job) {
 		p.log.Error().Err(err).Int("deliveries", len(jobs)).Msg("could not return unstarted jobs to the queue; they run again once their lease passes (at the latest after the next start)")
 	}
 	for _, j := range jobs {
+		p.releaseSlot(j, -1)
 		p.finished(j.Delivery)
 	}
 }
@@ -356,6 +406,7 @@ func (p *Pool) run(j *Job) {
 	out := p.call(j)
 	j.Body = nil // the result may wait for its commit; the body is no longer needed
 	now := p.cfg.Now()
+	p.releaseSlot(j, now.Sub(start))
 	f := Finish{Attempt: Attempt{
 		Number:     j.Attempt,
 		StartedAt:  start,

@@ -26,6 +26,9 @@ const (
 	Done     = "done"
 	Dead     = "dead"
 	Skipped  = "skipped"
+	// Paused is a queued delivery of a paused target: no claim takes it,
+	// no attempt is spent, no retry clock runs until the target resumes.
+	Paused = "paused"
 )
 
 // Store is what the pool needs of a store engine: the deliveries it claims,
@@ -56,6 +59,32 @@ type Store interface {
 	// Complete's error once the write is durable; done must be quick. An
 	// error returned means done is not called.
 	CompleteAsync(ctx context.Context, j *Job, f Finish, now time.Time, done func(error)) error
+	// Defer returns claimed jobs that never started to the queue, each
+	// due at until[i], their claim not counted as an attempt: a throttled
+	// target's jobs wait in the store for their turn, not in a worker.
+	Defer(ctx context.Context, jobs []*Job, until []time.Time) error
+	// Paused lists the paused targets.
+	Paused(ctx context.Context) ([]PausedTarget, error)
+}
+
+// PausedTarget is a target held by hookbox pause, since Since.
+type PausedTarget struct {
+	Name  string
+	Since time.Time
+}
+
+// PauseResult is what a pause or a resume did.
+type PauseResult struct {
+	// Already says the target was in the asked state before: paused
+	// already (since Since), or not paused.
+	Already bool
+	Since   time.Time // pause: when the target was paused
+	// Deliveries counts the target's deliveries held (pause: every paused
+	// one) or released (resume).
+	Deliveries int64
+	// Running counts, on pause, the target's attempts running now: they
+	// finish, and a failure among them waits paused for its retry.
+	Running int64
 }
 
 // Job is one claimed delivery attempt with the event it carries.
@@ -72,6 +101,8 @@ type Job struct {
 	ReceivedAt  time.Time
 	Body        []byte
 	Swept       bool // the payload is gone (retention); the attempt cannot run
+
+	limit *limiter // the limiter whose slot the job holds, if it holds one
 }
 
 // Attempt is the record of one finished attempt.
@@ -144,7 +175,7 @@ type DeadLetter struct {
 
 // Stats are queue figures for metrics.
 type Stats struct {
-	// ByStatus counts pending, running, retrying and dead deliveries. Done
+	// ByStatus counts pending, running, retrying, paused and dead deliveries. Done
 	// ones are not counted: that would read the whole table on every
 	// scrape (the metrics count successes as they happen instead).
 	ByStatus     map[string]int64
@@ -154,7 +185,7 @@ type Stats struct {
 // NewStats is Stats with every counted status at zero, for an engine to
 // fill with AddQueued.
 func NewStats() Stats {
-	return Stats{ByStatus: map[string]int64{Pending: 0, Running: 0, Retrying: 0, Dead: 0}}
+	return Stats{ByStatus: map[string]int64{Pending: 0, Running: 0, Retrying: 0, Paused: 0, Dead: 0}}
 }
 
 // AddQueued counts n queued deliveries in status, the oldest of them

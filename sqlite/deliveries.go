@@ -49,6 +49,11 @@ const (
 	reviveSQL = `UPDATE deliveries SET status = 'pending', attempts = 0, run_at = ?, last_error = '', dead_reason = '', done_at = NULL`
 )
 
+// unclaimSQL returns a claimed job that never started to the queue, due at
+// the time given, its claim not counted.
+const unclaimSQL = `UPDATE deliveries SET status = CASE WHEN attempts <= 1 THEN 'pending' ELSE 'retrying' END,
+	attempts = max(attempts - 1, 0), run_at = ? WHERE id = ? AND lease_token = ? AND status = 'running'`
+
 // enqueueTx adds one pending delivery per target for event, inside tx.
 func (db *DB) enqueueTx(ctx context.Context, tx *sql.Tx, event int64, targets []string, now time.Time) error {
 	st, err := db.w.stmt(ctx, tx, enqueueSQL)
@@ -191,9 +196,7 @@ func (db *DB) Unclaim(ctx context.Context, jobs []*queue.Job, now time.Time) err
 	err := db.w.write(ctx, func(tx *sql.Tx) error {
 		ctx := context.WithoutCancel(ctx) // see writer.write
 		for _, j := range jobs {
-			if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = CASE WHEN attempts <= 1 THEN 'pending' ELSE 'retrying' END,
-				attempts = max(attempts - 1, 0), run_at = ? WHERE id = ? AND lease_token = ? AND status = 'running'`,
-				now.UnixMilli(), j.Delivery, j.Token); err != nil {
+			if _, err := tx.ExecContext(ctx, unclaimSQL, now.UnixMilli(), j.Delivery, j.Token); err != nil {
 				return err
 			}
 		}
@@ -201,6 +204,29 @@ func (db *DB) Unclaim(ctx context.Context, jobs []*queue.Job, now time.Time) err
 	})
 	if err != nil {
 		return fmt.Errorf("unclaim deliveries: %w", err)
+	}
+	return nil
+}
+
+// Defer puts jobs that were claimed but never started back in the queue,
+// each due at until[i]: their claim does not count as an attempt. The
+// pool defers the jobs of a target out of tokens or slots to the time it
+// expects their turn, so that they wait in the store and not in a worker.
+func (db *DB) Defer(ctx context.Context, jobs []*queue.Job, until []time.Time) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	err := db.w.write(ctx, func(tx *sql.Tx) error {
+		ctx := context.WithoutCancel(ctx) // see writer.write
+		for i, j := range jobs {
+			if _, err := tx.ExecContext(ctx, unclaimSQL, until[i].UnixMilli(), j.Delivery, j.Token); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("defer deliveries: %w", err)
 	}
 	return nil
 }
@@ -223,12 +249,14 @@ func (db *DB) NextDue(ctx context.Context, except []int64) (time.Time, bool, err
 	return time.UnixMilli(at), true, nil
 }
 
-// QueuedByTarget counts the queued (pending, retrying, running)
-// deliveries of each target, through the due index: the queue, not the
-// whole table.
+// QueuedByTarget counts the queued (pending, retrying, running, paused)
+// deliveries of each target, through the due index and the paused one:
+// the queue, not the whole table.
 func (db *DB) QueuedByTarget(ctx context.Context) (map[string]int64, error) {
-	rows, err := db.reader.QueryContext(ctx, `SELECT target, count(*) FROM deliveries INDEXED BY deliveries_due
-		WHERE `+dueCondition+` GROUP BY target`)
+	rows, err := db.reader.QueryContext(ctx, `SELECT target, sum(n) FROM (
+		SELECT target, count(*) AS n FROM deliveries INDEXED BY deliveries_due WHERE `+dueCondition+` GROUP BY target
+		UNION ALL SELECT target, count(*) FROM deliveries INDEXED BY deliveries_paused WHERE status = 'paused' GROUP BY target)
+		GROUP BY target`)
 	if err != nil {
 		return nil, fmt.Errorf("queued deliveries by target: %w", err)
 	}

@@ -173,6 +173,9 @@ func (db *DB) ListEvents(ctx context.Context, f dedupe.Filter) ([]dedupe.Stored,
 		// The queued deliveries are the due index: the queue, not the table.
 		q += ` AND id IN (SELECT d.event FROM deliveries d INDEXED BY deliveries_due WHERE ` + dueCondition + ` AND d.status = ?)`
 		args = append(args, f.Status)
+	case "paused":
+		// The paused deliveries have an index of their own.
+		q += ` AND id IN (SELECT d.event FROM deliveries d INDEXED BY deliveries_paused WHERE d.status = 'paused')`
 	case "dead":
 		// Dead deliveries are the dead letters not revived.
 		q += ` AND id IN (SELECT l.event FROM dead_letters l WHERE l.revived_at IS NULL)
@@ -260,7 +263,7 @@ func (db *DB) GetEvent(ctx context.Context, id int64) (dedupe.Stored, error) {
 const sweepPayloadsSQL = `UPDATE events SET body = NULL, headers = NULL, swept_at = ? WHERE ` + sweepPayloadsWhere
 
 const sweepPayloadsWhere = `id >= ? AND id < ? AND received_at < ? AND swept_at IS NULL
-	AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event = events.id AND d.status IN ('pending','running','retrying','dead'))`
+	AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event = events.id AND d.status IN ('pending','running','retrying','paused','dead'))`
 
 // sweepKeysWhere picks the events whose dedupe keys the sweep forgets. The
 // newest row stays (its payload may go): SQLite numbers a new row
@@ -268,7 +271,7 @@ const sweepPayloadsWhere = `id >= ? AND id < ? AND received_at < ? AND swept_at 
 // an alert naming the old one would point to a different event. Its id
 // keeps deduping until a newer event arrives (README, [retention]).
 const sweepKeysWhere = `received_at < ?
-	AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event = e.id AND d.status IN ('pending','running','retrying','dead'))
+	AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event = e.id AND d.status IN ('pending','running','retrying','paused','dead'))
 	AND id < (SELECT max(id) FROM events)`
 
 // Sweep drops bodies and headers of events received before payloadsBefore

@@ -12,13 +12,15 @@ import (
 // writes share each commit and its fsync.
 func (db *DB) Stats() Stats { return db.w.counts() }
 
-// QueueStats counts queued and dead deliveries and finds the oldest queued
-// one, reading the queued rows (through the due index) and the dead
+// QueueStats counts queued (paused ones too) and dead deliveries and finds
+// the oldest queued one, reading the queued rows (through the due index and
+// the paused one) and the dead
 // letters: its cost grows with the queue, not with the whole table.
 func (db *DB) QueueStats(ctx context.Context) (queue.Stats, error) {
 	s := queue.NewStats()
 	rows, err := db.reader.QueryContext(ctx, `SELECT status, COUNT(*), MIN(created_at) FROM deliveries INDEXED BY deliveries_due
-		WHERE `+dueCondition+` GROUP BY status`)
+		WHERE `+dueCondition+` GROUP BY status
+		UNION ALL SELECT 'paused', COUNT(*), MIN(created_at) FROM deliveries INDEXED BY deliveries_paused WHERE status = 'paused' HAVING COUNT(*) > 0`)
 	if err != nil {
 		return s, fmt.Errorf("queue stats: %w", err)
 	}

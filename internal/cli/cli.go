@@ -164,7 +164,7 @@ func (e Env) LoadConfig(path string, secrets bool) (cfg config.Config, local boo
 	return cfg, false, nil
 }
 
-// Store is what the read commands (events, event, dead, replay) need of
+// Store is what the read commands (events, event, dead, replay, pause) need of
 // a store engine; sqlite.DB and postgres.DB have it.
 type Store interface {
 	view.Store
@@ -172,6 +172,9 @@ type Store interface {
 	DeadLetters(ctx context.Context, all bool, limit int) ([]queue.DeadLetter, error)
 	Replay(ctx context.Context, sel queue.ReplaySelector, now time.Time) (queue.Replayed, error)
 	Backfill(ctx context.Context, sel queue.BackfillSelector, now time.Time) (queue.Backfilled, error)
+	Pause(ctx context.Context, target string, now time.Time) (queue.PauseResult, error)
+	Resume(ctx context.Context, target string, now time.Time) (queue.PauseResult, error)
+	Paused(ctx context.Context) ([]queue.PausedTarget, error)
 	Close() error
 }
 

@@ -660,7 +660,7 @@ func testQueueStats(t *testing.T, e Engine) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.OldestQueued.IsZero() || len(st.ByStatus) != 4 {
+	if !st.OldestQueued.IsZero() || len(st.ByStatus) != 5 {
 		t.Fatalf("empty store: %+v, want 0 of each status, no oldest", st)
 	}
 	ingest(t, e, "running", t0.Add(-3*time.Minute), "a")

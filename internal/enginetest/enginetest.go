@@ -36,6 +36,8 @@ type Engine interface {
 	Replay(ctx context.Context, sel queue.ReplaySelector, now time.Time) (queue.Replayed, error)
 	Backfill(ctx context.Context, sel queue.BackfillSelector, now time.Time) (queue.Backfilled, error)
 	AttemptSpan(ctx context.Context) (first, last time.Time, ok bool, err error)
+	Pause(ctx context.Context, target string, now time.Time) (queue.PauseResult, error)
+	Resume(ctx context.Context, target string, now time.Time) (queue.PauseResult, error)
 }
 
 // Run runs every behaviour as a subtest, each on a fresh store from open,
@@ -56,6 +58,8 @@ func Run(t *testing.T, open func(t *testing.T) Engine) {
 		{"Alerts", alertTests},
 		{"Recovery", recoveryTests},
 		{"Read", readTests},
+		{"Pause", pauseTests},
+		{"Pool", poolTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
