@@ -1,16 +1,15 @@
 package main
 
 import (
-	"net/http"
-
 	"hookbox/provider"
 	"hookbox/web"
 )
 
 // WebHandler is the web UI and the JSON API over the running serve's
 // store, for a listener to mount at / (they answer / and /api/). It
-// checks no token: whoever mounts it does. Call it after Run.
-func (m *Main) WebHandler() http.Handler {
+// checks no token: whoever mounts it does. Call it after Run; register
+// its Shutdown with the listener's server (RegisterOnShutdown).
+func (m *Main) WebHandler() *web.Handler {
 	var store web.Store
 	if m.PG != nil {
 		store = m.PG

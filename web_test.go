@@ -76,8 +76,9 @@ func startWeb(tb testing.TB) *webServer {
 	tb.Cleanup(target.Close)
 	ws.Target = target.URL
 	ws.testMain = MustRunMain(tb, webConfig(target.URL), "")
-	ui := httptest.NewServer(ws.WebHandler())
-	tb.Cleanup(ui.Close)
+	h := ws.WebHandler()
+	ui := httptest.NewServer(h)
+	tb.Cleanup(func() { h.Shutdown(); ui.Close() })
 	ws.UI = ui.URL
 	return ws
 }

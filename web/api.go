@@ -296,6 +296,8 @@ func (h *Handler) tail(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 			return
+		case <-h.done:
+			return
 		case <-ticker.C:
 		}
 		f.Limit = tailBatch

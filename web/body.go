@@ -77,10 +77,14 @@ type Node struct {
 
 // Count is how many members or elements n has, for a folded line.
 func (n *Node) Count() string {
+	noun := "item"
 	if n.Kind == "object" {
-		return fmt.Sprintf("%d keys", len(n.Children))
+		noun = "key"
 	}
-	return fmt.Sprintf("%d items", len(n.Children))
+	if len(n.Children) != 1 {
+		noun += "s"
+	}
+	return fmt.Sprintf("%d %s", len(n.Children), noun)
 }
 
 // parseTree reads body into nodes, keeping the members' order.
@@ -184,12 +188,12 @@ func Diff(a, b Body) ([]DiffLine, error) {
 		case i < n && j < m && la[i] == lb[j]:
 			all = append(all, DiffLine{" ", la[i]})
 			i, j = i+1, j+1
-		case j < m && (i == n || *at(i, j+1) >= *at(i+1, j)):
-			all = append(all, DiffLine{"+", lb[j]})
-			j++
-		default:
+		case i < n && (j == m || *at(i+1, j) >= *at(i, j+1)):
 			all = append(all, DiffLine{"-", la[i]})
 			i++
+		default:
+			all = append(all, DiffLine{"+", lb[j]})
+			j++
 		}
 	}
 	// Fold the unchanged runs far from a change.

@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -71,7 +72,14 @@ type Handler struct {
 	opt   Options
 	mux   *http.ServeMux
 	pages map[string]*template.Template
+	done  chan struct{} // closed by Shutdown: the live tails end
+	once  sync.Once
 }
+
+// Shutdown ends every live tail stream, which would otherwise hold a
+// graceful http.Server.Shutdown until its deadline: register it with
+// the server's RegisterOnShutdown. The handler goes on serving the rest.
+func (h *Handler) Shutdown() { h.once.Do(func() { close(h.done) }) }
 
 //go:embed templates/*.html
 var templateFS embed.FS
@@ -97,7 +105,7 @@ func New(s Store, o Options) *Handler {
 	if o.Window <= 0 {
 		o.Window = 500
 	}
-	h := &Handler{store: s, opt: o, mux: http.NewServeMux(), pages: parsePages()}
+	h := &Handler{store: s, opt: o, mux: http.NewServeMux(), pages: parsePages(), done: make(chan struct{})}
 	h.mux.HandleFunc("GET /api/events", h.apiEvents)
 	h.mux.HandleFunc("GET /api/events/{id}", h.apiEvent)
 	h.mux.HandleFunc("GET /api/events/{id}/body", h.rawBody)
