@@ -3,9 +3,11 @@ package main_test
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"hookbox/queue"
+	"hookbox/web"
 )
 
 // chromium is the browser the UI tests drive: $HOOKBOX_CHROMIUM, else
@@ -110,6 +113,24 @@ func TestBrowser(t *testing.T) {
 		}
 		if n := eval[int](t, ctx, `document.querySelector("#events tbody").rows.length`); n != 2 {
 			t.Errorf("%d rows, want 2 (the first event and the live one)", n)
+		}
+		// The row follows its delivery to done without a reload.
+		waitJS(t, ctx, "the live row to show its delivery done", `(document.querySelector(`+strconv.Quote(row)+`)||{}).textContent.includes("web: done")`)
+	})
+
+	t.Run("Live tail keeps a window", func(t *testing.T) {
+		// A handler keeping 3 rows: a burst of events leaves the newest 3.
+		h := web.New(ws.DB, web.Options{Window: 3, TailEvery: 50 * time.Millisecond})
+		small := httptest.NewServer(h)
+		defer func() { h.Shutdown(); small.Close() }()
+		do(t, ctx, chromedp.Navigate(small.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#live.on")))
+		var last int64
+		for i := range 10 {
+			last = ws.shop(t, fmt.Sprintf("burst_%d", i), "burst", `{}`)
+		}
+		do(t, ctx, chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`tr[data-id="%d"]`, last))))
+		if n := eval[int](t, ctx, `document.querySelector("#events tbody").rows.length`); n != 3 {
+			t.Errorf("%d rows after a burst of 10, want the window of 3", n)
 		}
 	})
 

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"hookbox/queue"
 	"hookbox/replay"
 	"hookbox/view"
 )
@@ -259,8 +261,10 @@ func crossSite(r *http.Request) string {
 
 // GET /api/tail: Server-Sent Events, one "event" message for each event
 // stored after ?after (or the Last-Event-ID a reconnecting browser sends)
-// that the listing's filters keep, oldest first. The store is polled:
-// what another replica stored shows up too.
+// that the listing's filters keep, oldest first; and the same message
+// again, without an id, when the deliveries of one it sent change, until
+// they are finished. The store is polled: what another replica stored
+// shows up too.
 func (h *Handler) tail(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
 	v.Del("cursor")
@@ -291,7 +295,10 @@ func (h *Handler) tail(w http.ResponseWriter, r *http.Request) {
 	rc.Flush()
 	ticker := time.NewTicker(h.opt.TailEvery)
 	defer ticker.Stop()
-	idle := 0
+	// The events sent whose deliveries may still change, with what was
+	// sent of them; at most a window's worth, the newest.
+	open := map[int64]string{}
+	quiet := time.Now()
 	for {
 		select {
 		case <-r.Context().Done():
@@ -300,7 +307,9 @@ func (h *Handler) tail(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-ticker.C:
 		}
-		f.Limit = tailBatch
+		// Newest first, a window at most: when more came since the last
+		// poll, the page only ever shows the newest window anyway.
+		f.Limit = h.opt.Window
 		events, err := h.store.ListEvents(r.Context(), f)
 		if err != nil {
 			h.fail(w, r, err) // logged; the stream ends and the browser reconnects
@@ -311,21 +320,36 @@ func (h *Handler) tail(w http.ResponseWriter, r *http.Request) {
 			h.fail(w, r, err)
 			return
 		}
+		changed, err := h.changed(r.Context(), open)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
 		extend()
-		// Newest first from the store; sent oldest first, so each id the
-		// browser remembers is the highest it has. When more than a batch
-		// came since, the newest batch is sent: the page keeps a window
-		// of the newest anyway.
+		for _, ev := range changed {
+			b, _ := json.Marshal(ev)
+			fmt.Fprintf(w, "event: event\ndata: %s\n\n", b)
+		}
+		// Sent oldest first, so each id the browser remembers is the
+		// highest it has.
 		for i := len(views) - 1; i >= 0; i-- {
 			b, _ := json.Marshal(views[i])
 			fmt.Fprintf(w, "id: %d\nevent: event\ndata: %s\n\n", views[i].ID, b)
+			if !finished(views[i]) {
+				open[views[i].ID] = string(b)
+			}
 		}
 		if len(views) > 0 {
 			f.After = views[0].ID
-			idle = 0
-		} else if idle++; idle*int(h.opt.TailEvery/time.Millisecond) >= 15000 {
+		}
+		for len(open) > h.opt.Window {
+			delete(open, minKey(open))
+		}
+		if len(views) > 0 || len(changed) > 0 {
+			quiet = time.Now()
+		} else if time.Since(quiet) >= 15*time.Second {
 			fmt.Fprintf(w, ": keep-alive\n\n") // through proxies that close idle streams
-			idle = 0
+			quiet = time.Now()
 		}
 		if err := rc.Flush(); err != nil {
 			return
@@ -333,5 +357,61 @@ func (h *Handler) tail(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// tailBatch is the most events one poll of the tail sends.
-const tailBatch = 200
+// changed reads the deliveries of the open events again and returns
+// those that changed since sent, updating open (a finished one leaves).
+func (h *Handler) changed(ctx context.Context, open map[int64]string) ([]view.Event, error) {
+	if len(open) == 0 {
+		return nil, nil
+	}
+	ids := make([]int64, 0, len(open))
+	for id := range open {
+		ids = append(ids, id)
+	}
+	ds, err := h.store.Deliveries(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	var out []view.Event
+	for _, id := range ids {
+		var was view.Event
+		if err := json.Unmarshal([]byte(open[id]), &was); err != nil {
+			return nil, err
+		}
+		was.Deliveries = view.Deliveries(ds[id])
+		b, _ := json.Marshal(was)
+		if string(b) == open[id] {
+			continue
+		}
+		out = append(out, was)
+		if finished(was) {
+			delete(open, id)
+		} else {
+			open[id] = string(b)
+		}
+	}
+	return out, nil
+}
+
+// finished is true of an event whose deliveries change no more by
+// themselves (a replay or a redelivery may still change them).
+func finished(e view.Event) bool {
+	for _, d := range e.Deliveries {
+		switch d.Status {
+		case queue.Done, queue.Dead, queue.Skipped:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func minKey(m map[int64]string) int64 {
+	first := true
+	var k int64
+	for id := range m {
+		if first || id < k {
+			k, first = id, false
+		}
+	}
+	return k
+}

@@ -55,8 +55,16 @@
     es.onerror = () => { live.classList.remove("on"); live.textContent = "reconnecting…"; };
     es.addEventListener("event", (m) => {
       const ev = JSON.parse(m.data);
-      if (tbody.querySelector('tr[data-id="' + CSS.escape(String(ev.id)) + '"]')) return;
       const row = eventRow(ev);
+      const had = tbody.querySelector('tr[data-id="' + CSS.escape(String(ev.id)) + '"]');
+      if (had) {
+        // Its deliveries moved on: the row is redrawn where it is.
+        const pick = $("input.pick", had);
+        $("input.pick", row).checked = pick && pick.checked;
+        if (had.classList.contains("sel")) row.classList.add("sel");
+        had.replaceWith(row);
+        return;
+      }
       row.classList.add("fresh");
       tbody.prepend(row);
       const empty = $("#empty");
