@@ -494,3 +494,35 @@ func TestWeb_Tail(t *testing.T) {
 	}
 	t.Fatalf("tail ended without evt_after done: %v", sc.Err())
 }
+
+// Only an IP address or localhost is served: a name made to resolve to
+// the loopback listener (DNS rebinding) reads nothing.
+func TestWeb_Host(t *testing.T) {
+	ws := startWeb(t)
+	ws.shop(t, "evt_host", "x", `{}`)
+	for host, want := range map[string]int{
+		"127.0.0.1:8081": http.StatusOK, "localhost:8081": http.StatusOK, "[::1]:8081": http.StatusOK, "app.localhost": http.StatusOK,
+		"evil.example:8081": http.StatusMisdirectedRequest, "127.0.0.1.evil.example": http.StatusMisdirectedRequest,
+	} {
+		for _, path := range []string{"/", "/api/events"} {
+			req, _ := http.NewRequest(http.MethodGet, ws.UI+path, nil)
+			req.Host = host
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != want || want != http.StatusOK && strings.Contains(string(b), "evt_host") {
+				t.Errorf("GET %s with Host %s: %d, want %d", path, host, resp.StatusCode, want)
+			}
+		}
+	}
+	h := web.New(ws.DB, web.Options{AnyHost: true})
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodGet, "http://hooks.example.com/api/events", nil)
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "evt_host") {
+		t.Errorf("AnyHost: %d, want the events for any name", rec.Code)
+	}
+}

@@ -69,7 +69,7 @@ func BenchmarkWeb_ListPage(b *testing.B) {
 	t0 := time.Now()
 	fillEvents(b, db, n)
 	b.Logf("filled %d events in %v", n, time.Since(t0).Round(time.Millisecond))
-	h := web.New(db, web.Options{})
+	h := web.New(db, web.Options{AnyHost: true})
 	for _, path := range []string{
 		"/", "/api/events", "/?type=invoice.paid", "/?status=dead", "/?source=stripe", "/?q=evt_99999",
 		"/?since=1h", "/?until=10m", fmt.Sprintf("/?cursor=%d", n/2), "/dead",

@@ -18,9 +18,12 @@ import (
 	"errors"
 	"html/template"
 	"io/fs"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -64,6 +67,12 @@ type Options struct {
 	// Window is how many rows the live list keeps (default 500): at
 	// 1,000 events/s the page drops the oldest rows rather than grow.
 	Window int
+	// AnyHost accepts a request for any Host. Without it only a loopback
+	// name or an IP address is served: a page elsewhere whose name is
+	// made to resolve to 127.0.0.1 (DNS rebinding) cannot read a loopback
+	// listener that checks no token. Set it where a token is required,
+	// behind a proxy that forwards its own name.
+	AnyHost bool
 }
 
 // Handler serves the API and the UI.
@@ -132,7 +141,26 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Referrer-Policy", "no-referrer")
 	hd.Set("X-Frame-Options", "DENY")
 	hd.Set("Cache-Control", "no-store")
+	if !h.opt.AnyHost && !localHost(r.Host) {
+		writeError(w, http.StatusMisdirectedRequest, "", "refused: Host "+strconv.Quote(r.Host)+
+			" is neither an IP address nor localhost (open this UI by address, or set the admin token to serve any name)")
+		return
+	}
 	h.mux.ServeHTTP(w, r)
+}
+
+// localHost reports whether host (a Host header) is an IP address or a
+// loopback name: names no page elsewhere can make its own.
+func localHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if _, err := netip.ParseAddr(host); err == nil {
+		return true
+	}
+	host = strings.ToLower(host)
+	return host == "localhost" || strings.HasSuffix(host, ".localhost")
 }
 
 // apiError is every error the API answers: a message, and the request's
