@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -233,7 +234,7 @@ func (h *Handler) replay(r *http.Request, req ReplayRequest) (ReplayResult, erro
 func jsonField(err error) (field, msg string) {
 	var te *json.UnmarshalTypeError
 	switch {
-	case asErr(err, &te):
+	case errors.As(err, &te):
 		return te.Field, fmt.Sprintf("%s: want a %s, got a JSON %s", te.Field, te.Type.Kind(), te.Value)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		f, _ := strconv.Unquote(strings.TrimPrefix(err.Error(), "json: unknown field "))

@@ -236,5 +236,3 @@ func diffLines(b Body) []string {
 }
 
 func base64Std(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
-
-func asErr[T error](err error, target *T) bool { return errors.As(err, target) }
