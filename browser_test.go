@@ -120,7 +120,7 @@ func TestBrowser(t *testing.T) {
 
 	t.Run("Live tail keeps a window", func(t *testing.T) {
 		// A handler keeping 3 rows: a burst of events leaves the newest 3.
-		h := web.New(ws.DB, web.Options{Window: 3, TailEvery: 50 * time.Millisecond})
+		h := web.New(ws.Store, web.Options{Window: 3, TailEvery: 50 * time.Millisecond})
 		small := httptest.NewServer(h)
 		defer func() { h.Shutdown(); small.Close() }()
 		do(t, ctx, chromedp.Navigate(small.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#live.on")))

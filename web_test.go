@@ -1,6 +1,8 @@
 package main_test
 
 import (
+	hookbox "hookbox"
+
 	"bufio"
 	"context"
 	"encoding/json"
@@ -56,12 +58,13 @@ url = %q
 type webServer struct {
 	*testMain
 	UI     string        // the handler's base URL
+	Store  web.Store     // the store, whichever engine
 	Fail   *atomic.Bool  // the target answers 500 while set
 	Calls  *atomic.Int64 // requests the target got
 	Target string
 }
 
-func startWeb(tb testing.TB) *webServer {
+func startWeb(tb testing.TB, opts ...func(*hookbox.Main)) *webServer {
 	tb.Helper()
 	ws := &webServer{Fail: &atomic.Bool{}, Calls: &atomic.Int64{}}
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -75,7 +78,11 @@ func startWeb(tb testing.TB) *webServer {
 	}))
 	tb.Cleanup(target.Close)
 	ws.Target = target.URL
-	ws.testMain = MustRunMain(tb, webConfig(target.URL), "")
+	ws.testMain = MustRunMain(tb, webConfig(target.URL), "", opts...)
+	ws.Store = ws.DB
+	if ws.PG != nil {
+		ws.Store = ws.PG
+	}
 	h := ws.WebHandler()
 	ui := httptest.NewServer(h)
 	tb.Cleanup(func() { h.Shutdown(); ui.Close() })
@@ -157,13 +164,13 @@ func (ws *webServer) postReplay(tb testing.TB, body string, headers ...string) (
 func (ws *webServer) attempts(tb testing.TB, event int64) int {
 	tb.Helper()
 	ctx := context.Background()
-	ds, err := ws.DB.Deliveries(ctx, []int64{event})
+	ds, err := ws.Store.Deliveries(ctx, []int64{event})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	n := 0
 	for _, d := range ds[event] {
-		as, err := ws.DB.Attempts(ctx, d.ID)
+		as, err := ws.Store.Attempts(ctx, d.ID)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -175,8 +182,18 @@ func (ws *webServer) attempts(tb testing.TB, event int64) int {
 func (ws *webServer) waitStatus(tb testing.TB, event int64, status string) {
 	tb.Helper()
 	waitFor(tb, 10*time.Second, "event "+strconv.FormatInt(event, 10)+" "+status, func() bool {
-		ds, err := ws.DB.Deliveries(context.Background(), []int64{event})
+		ds, err := ws.Store.Deliveries(context.Background(), []int64{event})
 		return err == nil && len(ds[event]) == 1 && ds[event][0].Status == status
+	})
+}
+
+// onEngines runs test on a SQLite store and, with HOOKBOX_TEST_POSTGRES,
+// on a PostgreSQL schema of its own.
+func onEngines(t *testing.T, test func(t *testing.T, opts ...func(*hookbox.Main))) {
+	t.Run("SQLite", func(t *testing.T) { test(t) })
+	t.Run("PostgreSQL", func(t *testing.T) {
+		url := postgresSchema(t)
+		test(t, func(m *hookbox.Main) { m.Config.Store.URL, m.Config.Store.Path = url, "" })
 	})
 }
 
@@ -240,8 +257,10 @@ func TestWeb_BinaryBody(t *testing.T) {
 
 // The event list filters, pages by cursor, and names the parameter of
 // every bad input.
-func TestWebAPI_Events(t *testing.T) {
-	ws := startWeb(t)
+func TestWebAPI_Events(t *testing.T) { onEngines(t, testWebAPI_Events) }
+
+func testWebAPI_Events(t *testing.T, opts ...func(*hookbox.Main)) {
+	ws := startWeb(t, opts...)
 	var ids []int64
 	for i, e := range []struct{ id, typ string }{
 		{"ord_1", "orders/create"}, {"ord_2", "orders/paid"}, {"cus_3", "customers/create"}, {"ord_4", "orders/create"}, {"ord_5", "orders/create"},
@@ -360,8 +379,10 @@ func TestWebAPI_Event(t *testing.T) {
 
 // POST /api/replay runs the replay of hookbox replay: a new attempt in
 // the store; its mistakes are 400s naming the field.
-func TestWebAPI_Replay(t *testing.T) {
-	ws := startWeb(t)
+func TestWebAPI_Replay(t *testing.T) { onEngines(t, testWebAPI_Replay) }
+
+func testWebAPI_Replay(t *testing.T, opts ...func(*hookbox.Main)) {
+	ws := startWeb(t, opts...)
 	ws.Fail.Store(true)
 	id := ws.shop(t, "evt_r", "orders/create", `{}`)
 	ws.waitStatus(t, id, queue.Dead)
@@ -518,7 +539,7 @@ func TestWeb_Host(t *testing.T) {
 			}
 		}
 	}
-	h := web.New(ws.DB, web.Options{AnyHost: true})
+	h := web.New(ws.Store, web.Options{AnyHost: true})
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodGet, "http://hooks.example.com/api/events", nil)
 	h.ServeHTTP(rec, req)
