@@ -3,12 +3,15 @@ package main_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -296,4 +299,74 @@ func TestBrowser_Screenshots(t *testing.T) {
 	if w := eval[int](t, ctx, `document.documentElement.scrollWidth`); w > 360 {
 		t.Errorf("the list is %d px wide at 360 px", w)
 	}
+}
+
+// TestBrowser_TailLoad posts 1,000 webhooks a second for
+// HOOKBOX_TAIL_LOAD seconds (unset: skipped) to a hookbox whose list is
+// open, and logs, each second, the page's rows, its JS heap and how far
+// its newest row is behind the store: the live list keeps up and stays
+// bounded. BENCHMARKS.md has a run.
+func TestBrowser_TailLoad(t *testing.T) {
+	secs, _ := strconv.Atoi(os.Getenv("HOOKBOX_TAIL_LOAD"))
+	if secs <= 0 {
+		t.Skip("set HOOKBOX_TAIL_LOAD=SECONDS to run the live list under 1,000 webhooks a second")
+	}
+	ws := startWeb(t)
+	ctx := browser(t, 1280, 900)
+	do(t, ctx, chromedp.Navigate(ws.UI+"/"), chromedp.WaitVisible(chromedp.CSS("#live.on")))
+	// 64 senders, as a provider's connections: one at a time, each
+	// waits for its fsync; together they share commits.
+	stop := make(chan struct{})
+	tokens := make(chan int, 1000)
+	var sent atomic.Int64
+	var wg sync.WaitGroup
+	go func() {
+		defer close(tokens)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for n := 0; ; {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			for range 10 { // 10 every 10 ms: 1,000 a second
+				n++
+				select {
+				case tokens <- n:
+				default: // the senders are behind: not sent
+				}
+			}
+		}
+	}()
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range tokens {
+				req, _ := http.NewRequest(http.MethodPost, ws.URL+"/hooks/shop", strings.NewReader(`{"n":`+strconv.Itoa(n)+`}`))
+				req.Header.Set("X-Id", "load_"+strconv.Itoa(n))
+				req.Header.Set("X-Type", "load")
+				if resp, err := client.Do(req); err == nil {
+					resp.Body.Close()
+					sent.Add(1)
+				}
+			}
+		}()
+	}
+	start := time.Now()
+	for s := 1; s <= secs; s++ {
+		time.Sleep(time.Until(start.Add(time.Duration(s) * time.Second)))
+		rows := eval[int](t, ctx, `document.querySelector("#events tbody").rows.length`)
+		heap := eval[float64](t, ctx, `performance.memory ? performance.memory.usedJSHeapSize : 0`)
+		shown := eval[string](t, ctx, `(document.querySelector("#events tbody tr") || {dataset: {id: "none"}}).dataset.id`)
+		t.Logf("t=%4.1fs rows=%d heap=%.1f MiB newest shown=%s stored=%d", time.Since(start).Seconds(), rows, heap/(1<<20), shown, ws.newest(t))
+		if rows > 500 {
+			t.Errorf("t=%ds: %d rows, want at most the window of 500", s, rows)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("posted %d webhooks in %d s", sent.Load(), secs)
 }

@@ -46,34 +46,64 @@
   }
 
   // The live tail: new events on top; the page keeps a window of rows.
+  // Messages are applied together, ten times a second at most, so a
+  // burst costs one layout, not one per event.
   const live = $("#live");
   const tbody = $("#events tbody");
   if (live && live.dataset.tail && tbody && window.EventSource) {
     const windowRows = parseInt(document.body.dataset.window, 10) || 500;
+    const byId = new Map();
+    for (const tr of tbody.rows) byId.set(tr.dataset.id, tr);
+    let pending = [];
+    let timer = 0;
+    const flush = () => {
+      timer = 0;
+      const batch = pending;
+      pending = [];
+      const fresh = new Map();
+      for (const ev of batch) {
+        const id = String(ev.id);
+        const had = byId.get(id);
+        if (had) {
+          // Its deliveries moved on: the row is redrawn where it is.
+          const row = eventRow(ev);
+          const pick = $("input.pick", had);
+          $("input.pick", row).checked = pick && pick.checked;
+          if (had.classList.contains("sel")) row.classList.add("sel");
+          had.replaceWith(row);
+          byId.set(id, row);
+        } else {
+          fresh.set(id, ev); // the latest message of an event wins
+        }
+      }
+      // Oldest first in the stream: newest first on the page, and no
+      // more than the window of them.
+      const add = Array.from(fresh.values()).sort((a, b) => b.id - a.id).slice(0, windowRows);
+      if (add.length > 0) {
+        const frag = document.createDocumentFragment();
+        for (const ev of add) {
+          const row = eventRow(ev);
+          if (add.length < 20) row.classList.add("fresh");
+          byId.set(String(ev.id), row);
+          frag.append(row);
+        }
+        tbody.prepend(frag);
+        const empty = $("#empty");
+        if (empty) empty.remove();
+      }
+      while (tbody.rows.length > windowRows) {
+        const last = tbody.rows[tbody.rows.length - 1];
+        if (last.classList.contains("sel")) break;
+        byId.delete(last.dataset.id);
+        last.remove();
+      }
+    };
     const es = new EventSource(live.dataset.tail);
     es.onopen = () => { live.classList.add("on"); live.textContent = "live"; };
     es.onerror = () => { live.classList.remove("on"); live.textContent = "reconnecting…"; };
     es.addEventListener("event", (m) => {
-      const ev = JSON.parse(m.data);
-      const row = eventRow(ev);
-      const had = tbody.querySelector('tr[data-id="' + CSS.escape(String(ev.id)) + '"]');
-      if (had) {
-        // Its deliveries moved on: the row is redrawn where it is.
-        const pick = $("input.pick", had);
-        $("input.pick", row).checked = pick && pick.checked;
-        if (had.classList.contains("sel")) row.classList.add("sel");
-        had.replaceWith(row);
-        return;
-      }
-      row.classList.add("fresh");
-      tbody.prepend(row);
-      const empty = $("#empty");
-      if (empty) empty.remove();
-      while (tbody.rows.length > windowRows) {
-        const last = tbody.rows[tbody.rows.length - 1];
-        if (last.classList.contains("sel")) break;
-        last.remove();
-      }
+      pending.push(JSON.parse(m.data));
+      if (!timer) timer = setTimeout(flush, 100);
     });
   }
 
