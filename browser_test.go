@@ -187,6 +187,16 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("Copy as curl", func(t *testing.T) {
+		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/events/%d", ws.UI, first)), chromedp.WaitVisible(chromedp.CSS("#curl-url")),
+			chromedp.SetValue(chromedp.CSS("#curl-url"), ws.URL+"/hooks/shop"),
+			chromedp.Click(chromedp.CSS(`#curl-form button`)), chromedp.WaitVisible(chromedp.CSS("#curl-command")))
+		cmd := text(t, ctx, "#curl-command")
+		if !strings.HasPrefix(cmd, "curl -sS -X POST '"+ws.URL+"/hooks/shop'") || !strings.Contains(cmd, "X-Shop-Domain: demo.example") {
+			t.Errorf("Copy as curl shows %q, want a POST of the stored request to the URL given", cmd)
+		}
+	})
+
 	t.Run("Replay", func(t *testing.T) {
 		before := ws.attempts(t, first)
 		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/events/%d", ws.UI, first)), chromedp.WaitVisible(chromedp.CSS("#replay-event")),

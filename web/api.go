@@ -312,18 +312,19 @@ func (h *Handler) tail(w http.ResponseWriter, r *http.Request) {
 		// poll, the page only ever shows the newest window anyway.
 		f.Limit = h.opt.Window
 		events, err := h.store.ListEvents(r.Context(), f)
-		if err != nil {
-			h.fail(w, r, err) // logged; the stream ends and the browser reconnects
-			return
+		var views, changed []view.Event
+		if err == nil {
+			views, err = h.views(r.Context(), events)
 		}
-		views, err := h.views(r.Context(), events)
-		if err != nil {
-			h.fail(w, r, err)
-			return
+		if err == nil {
+			changed, err = h.changed(r.Context(), open)
 		}
-		changed, err := h.changed(r.Context(), open)
 		if err != nil {
-			h.fail(w, r, err)
+			// The stream has begun: no answer but its end, and the
+			// browser reconnects from the last event it has.
+			if r.Context().Err() == nil {
+				h.opt.Logger.Error().Err(err).Msg("live tail: read the store")
+			}
 			return
 		}
 		extend()

@@ -141,7 +141,6 @@ type detailData struct {
 	Diff     []DiffLine
 	DiffErr  string
 	HasDead  bool
-	CurlURL  string
 }
 
 // GET /events/{id}: one event in full.
@@ -156,7 +155,7 @@ func (h *Handler) detailPage(w http.ResponseWriter, r *http.Request) {
 		h.failPage(w, r, err)
 		return
 	}
-	data := detailData{Detail: d, Body: NewBody(d.Body, d.Swept), CurlURL: "http://127.0.0.1:9000/"}
+	data := detailData{Detail: d, Body: NewBody(d.Body, d.Swept)}
 	for _, k := range slices.Sorted(maps.Keys(d.Headers)) {
 		for _, v := range d.Headers[k] {
 			data.Headers = append(data.Headers, headerRow{Name: k, Value: v, Redacted: v == redactedValue})
