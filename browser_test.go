@@ -234,6 +234,61 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("Markup in an event stays text", func(t *testing.T) {
+		// Through the live tail (rows the script builds) and the pages.
+		do(t, ctx, chromedp.Navigate(ws.UI+"/"), chromedp.WaitVisible(chromedp.CSS("#live.on")))
+		const evil = `<img src=x onerror="window.pwned=1">`
+		id := ws.shop(t, "evt_"+evil, "type_"+evil, `{"html":"`+strings.ReplaceAll(evil, `"`, `\"`)+`","`+strings.ReplaceAll(evil, `"`, `\"`)+`":1}`, "X-Evil", evil)
+		row := fmt.Sprintf(`#events tbody tr[data-id="%d"]`, id)
+		do(t, ctx, chromedp.WaitVisible(chromedp.CSS(row)))
+		if got := text(t, ctx, row); !strings.Contains(got, "evt_"+evil) {
+			t.Errorf("the live row shows %q, want the id as text", got)
+		}
+		// The CSP would stop the handler from running; the markup must
+		// not even become an element.
+		check := func(page string) {
+			t.Helper()
+			if n := eval[int](t, ctx, `document.querySelectorAll("img").length`); n != 0 {
+				t.Errorf("%s holds %d img elements, want none", page, n)
+			}
+			if eval[bool](t, ctx, `window.pwned === 1`) {
+				t.Errorf("%s ran the event's markup", page)
+			}
+		}
+		check("the live list")
+		do(t, ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(row)))
+		check("the list")
+		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/events/%d", ws.UI, id)), chromedp.WaitVisible(chromedp.CSS("#body-tree")))
+		check("the event")
+		if tree := text(t, ctx, "#body-tree"); !strings.Contains(tree, evil) {
+			t.Errorf("the body shows %q, want the markup as text", tree)
+		}
+	})
+
+	t.Run("Without JavaScript", func(t *testing.T) {
+		noJS := func(off bool) chromedp.Action[chromedp.Void] {
+			return func(ctx context.Context, _ *chromedp.Target) (chromedp.Void, error) {
+				_, err := chromedp.Call(ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: off})
+				return chromedp.Void{}, err
+			}
+		}
+		do(t, ctx, noJS(true), chromedp.Navigate(ws.UI+"/?type=orders%2Fcreate"), chromedp.WaitVisible(chromedp.CSS("#events")))
+		defer do(t, ctx, noJS(false))
+		if eval[bool](t, ctx, `document.documentElement.classList.contains("js")`) {
+			t.Fatal("the script ran: the page is not the one without JavaScript")
+		}
+		if rows := text(t, ctx, "#events tbody"); !strings.Contains(rows, "ord_1001") {
+			t.Errorf("without JavaScript the list shows %q, want the events", rows)
+		}
+		do(t, ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`a.open[href="/events/%d"]`, first))), chromedp.WaitVisible(chromedp.CSS("#body-tree")))
+		if tree := text(t, ctx, "#body-tree"); !strings.Contains(tree, `"A-1"`) {
+			t.Errorf("without JavaScript the body shows %q", tree)
+		}
+		if h := text(t, ctx, "#headers"); !strings.Contains(h, "demo.example") {
+			t.Errorf("without JavaScript the headers show %q", h)
+		}
+	})
+
 	t.Run("Replay a selection", func(t *testing.T) {
 		before := ws.attempts(t, first)
 		do(t, ctx, chromedp.Navigate(ws.UI+"/?type=orders%2Fcreate"), chromedp.WaitVisible(chromedp.CSS("#live.on")),
