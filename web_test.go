@@ -367,6 +367,15 @@ func TestWebAPI_Event(t *testing.T) {
 			t.Errorf("detail page lacks %q", want)
 		}
 	}
+	// A diff against another event by number, or one that is not there.
+	other := ws.shop(t, "evt_other", "orders/create", `{"a":[1,2,{"b":"d"}]}`)
+	if _, _, page := ws.get(t, fmt.Sprintf("/events/%d?against=%d", other, id)); !strings.Contains(page, `<span class="d del">-       &#34;b&#34;: &#34;c&#34;</span>`) ||
+		!strings.Contains(page, `<span class="d add">&#43;       &#34;b&#34;: &#34;d&#34;</span>`) {
+		t.Errorf("the diff against event %d lacks the changed line:\n%s", id, page[strings.Index(page, "<pre class=\"diff\""):])
+	}
+	if status, _, page := ws.get(t, fmt.Sprintf("/events/%d?against=999999", other)); status != http.StatusOK || !strings.Contains(page, "event 999999: event not found") {
+		t.Errorf("a diff against an unknown event: %d, want the page saying so", status)
+	}
 	var dl struct{ Dead []map[string]any }
 	ws.getJSON(t, "/api/dead", http.StatusOK, &dl)
 	if len(dl.Dead) != 1 || dl.Dead[0]["event_id"] != "evt_full" || dl.Dead[0]["target"] != "web" || dl.Dead[0]["attempts"] != float64(2) {

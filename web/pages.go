@@ -193,6 +193,11 @@ func (h *Handler) diff(r *http.Request, d *detailData) error {
 		prev = list[0].ID
 	}
 	p, err := view.LoadDetail(r.Context(), h.store, prev)
+	if errors.Is(err, dedupe.ErrNotFound) {
+		d.DiffErr = err.Error()
+		d.Previous = &view.Event{ID: prev}
+		return nil
+	}
 	if err != nil {
 		return err
 	}
