@@ -59,4 +59,13 @@ type Filter struct {
 	// Before keeps events numbered below it (0: no bound): the next page
 	// after an event, newest first.
 	Before int64
+	// After keeps events numbered above it (0: no bound): those that
+	// arrived since an event was listed (a live tail).
+	After int64
+	// Type keeps events of this type.
+	Type string
+	// IDContains keeps events whose provider event id holds this text.
+	// No index serves it: a listing walks events newest first until it
+	// has Limit of them.
+	IDContains string
 }

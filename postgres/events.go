@@ -122,6 +122,15 @@ func (db *DB) ListEvents(ctx context.Context, f dedupe.Filter) ([]dedupe.Stored,
 	if f.Source != "" {
 		q += ` AND source = ` + a.add(f.Source)
 	}
+	if f.After > 0 {
+		q += ` AND id > ` + a.add(f.After)
+	}
+	if f.Type != "" {
+		q += ` AND type = ` + a.add(f.Type)
+	}
+	if f.IDContains != "" {
+		q += ` AND strpos(event_id, ` + a.add(f.IDContains) + `) > 0`
+	}
 	switch f.Status {
 	case "":
 	case "pending", "running", "retrying":

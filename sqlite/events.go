@@ -146,6 +146,20 @@ func (db *DB) ListEvents(ctx context.Context, f dedupe.Filter) ([]dedupe.Stored,
 		q += ` AND id < ?`
 		args = append(args, f.Before)
 	}
+	if f.After > 0 {
+		q += ` AND id > ?`
+		args = append(args, f.After)
+	}
+	if f.Type != "" {
+		// The unary + keeps the planner walking the id key, newest first,
+		// to the limit: no index has the type.
+		q += ` AND +type = ?`
+		args = append(args, f.Type)
+	}
+	if f.IDContains != "" {
+		q += ` AND instr(event_id, ?) > 0`
+		args = append(args, f.IDContains)
+	}
 	if f.Source != "" {
 		// Through the (source, event_id) key, a listing reads every event
 		// of the source and sorts them: right for a source with few events,

@@ -27,6 +27,7 @@ var ingestTests = []test{
 var listTests = []test{
 	{"Filter", testListFilter},
 	{"Status and pages", testListStatusAndPages},
+	{"Type, id text, after", testListTypeTextAfter},
 }
 
 func testNewThenDuplicate(t *testing.T, e Engine) {
