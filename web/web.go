@@ -44,6 +44,7 @@ type Store interface {
 	replay.Store
 	ListEvents(ctx context.Context, f dedupe.Filter) ([]dedupe.Stored, error)
 	DeadLetters(ctx context.Context, all bool, limit int) ([]queue.DeadLetter, error)
+	Pauser
 }
 
 // Options configures a Handler.
@@ -122,6 +123,9 @@ func New(s Store, o Options) *Handler {
 	h.mux.HandleFunc("GET /api/dead", h.apiDead)
 	h.mux.HandleFunc("POST /api/replay", h.apiReplay)
 	h.mux.HandleFunc("GET /api/tail", h.tail)
+	h.mux.HandleFunc("GET /api/targets", h.apiTargets)
+	h.mux.HandleFunc("POST /api/targets/{name}/pause", h.apiPause(true))
+	h.mux.HandleFunc("POST /api/targets/{name}/resume", h.apiPause(false))
 	h.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "", "no such API path: "+r.URL.Path)
 	})
@@ -219,7 +223,7 @@ type Query struct {
 }
 
 // Statuses are the delivery statuses the status filter takes.
-var Statuses = []string{queue.Pending, queue.Running, queue.Retrying, queue.Done, queue.Dead, queue.Skipped}
+var Statuses = []string{queue.Pending, queue.Running, queue.Retrying, queue.Paused, queue.Done, queue.Dead, queue.Skipped}
 
 // MaxLimit bounds a page.
 const MaxLimit = 500
