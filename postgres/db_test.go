@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -27,14 +29,19 @@ func TestMigrations(t *testing.T) {
 	db := open(t, u, postgres.Options{})
 	db.Close()
 	db = open(t, u, postgres.Options{NoMigrate: true}) // up to date: opens
-	if _, err := db.Exec(ctx, `DO $$ BEGIN IF (SELECT count(*) FROM hookbox_migrations) <> 1 THEN RAISE 'want one migration recorded'; END IF; END $$`); err != nil {
+	files, err := os.ReadDir("migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(ctx, `DO $$ BEGIN IF (SELECT count(*) FROM hookbox_migrations) <> `+strconv.Itoa(len(files))+
+		` THEN RAISE 'want each migration recorded once'; END IF; END $$`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Exec(ctx, `INSERT INTO hookbox_migrations (name) VALUES ('9999_future.sql')`); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
-	_, err := postgres.Open(ctx, u, postgres.Options{})
+	_, err = postgres.Open(ctx, u, postgres.Options{})
 	if !errors.Is(err, postgres.ErrSchemaAhead) || !strings.Contains(err.Error(), "9999_future.sql") {
 		t.Fatalf("open a schema from a newer build: %v, want ErrSchemaAhead naming 9999_future.sql", err)
 	}
