@@ -543,3 +543,37 @@ silence = "30m"`, 1)
 		t.Errorf("alert document %q (%v), want shop's silence firing at 1860 of 1800 seconds", lines[1], err)
 	}
 }
+
+// On PostgreSQL: target_failing fires once, is not sent again by the next
+// serve, and resolves once on a success.
+func TestHealth_PostgresFiresOnceAcrossRestart(t *testing.T) {
+	dbURL := postgresSchema(t)
+	sink := newHealthSink(t)
+	var ok atomic.Bool
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !ok.Load() {
+			w.WriteHeader(http.StatusInternalServerError)
+		}
+	}))
+	t.Cleanup(target.Close)
+	clock := newTestClock()
+	cfg := fmt.Sprintf("[store]\nurl = %q\n", dbURL) + healthConfig(sink.URL, fmt.Sprintf(`target_failing = 2
+
+[[target]]
+name = "web"
+source = "shop"
+url = %q
+`, target.URL))
+	tm := MustRunMain(t, cfg, "", withClock(clock))
+	postID(t, tm, "shop", "e1")
+	postID(t, tm, "shop", "e2")
+	sink.waitAlarms(t, "target_failing firing web")
+	if err := tm.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tm = MustRunMain(t, cfg, tm.Dir, withClock(clock))
+	sink.waitAlarms(t, "target_failing firing web")
+	ok.Store(true)
+	postID(t, tm, "shop", "e3")
+	sink.waitAlarms(t, "target_failing firing web", "target_failing resolved web")
+}
