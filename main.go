@@ -23,6 +23,7 @@ import (
 	"hookbox/config"
 	"hookbox/dedupe"
 	"hookbox/handlers"
+	"hookbox/health"
 	"hookbox/inbox"
 	"hookbox/internal/cli"
 	"hookbox/metrics"
@@ -60,6 +61,9 @@ type Main struct {
 
 	// Getenv reads the environment: [store] url_env (default os.Getenv).
 	Getenv func(string) string
+	// Leader, when set, says whether this serve may run the health
+	// monitor now (a replica holding the leader lease); nil: always.
+	Leader func(ctx context.Context) bool
 
 	// Store is the store, whichever engine the config names: the pool,
 	// the alerter, the sweeper, the inbox and the metrics each reach it
@@ -71,6 +75,7 @@ type Main struct {
 	Pool     *queue.Pool
 	Alerter  *queue.Alerter
 	Sweeper  *dedupe.Sweeper
+	Health   *health.Monitor
 	Receiver *receiver.Server
 	Metrics  *metrics.Metrics
 	// Refetch makes the fetchers of the targets with refetch, and counts
@@ -91,6 +96,7 @@ type Store interface {
 	queue.AlertStore
 	dedupe.Store
 	metrics.Queue
+	health.Store
 	QueuedByTarget(ctx context.Context) (map[string]int64, error)
 	Running(ctx context.Context) ([]queue.RunningKey, error)
 	GetEvent(ctx context.Context, id int64) (dedupe.Stored, error)
@@ -154,6 +160,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.Alerter.Start(ctx)
 	}
 	m.Sweeper.Start(ctx)
+	m.Health.Start(ctx)
 	m.serveCh = make(chan error, 1)
 	go func() { m.serveCh <- m.Receiver.Serve() }()
 	return nil
@@ -250,12 +257,14 @@ func (m *Main) buildDelivery() error {
 	if err != nil {
 		return err
 	}
-	if notifier := handlers.Notifier(cfg.Alert); notifier != nil {
+	notifier := handlers.Notifier(cfg.Alert)
+	if notifier != nil {
 		m.Alerter = queue.NewAlerter(m.Store, notifier, m.component("alert"), m.Now)
 		if m.AlertBackoff > 0 {
 			m.Alerter.Backoff.Base = m.AlertBackoff
 		}
 	}
+	m.buildHealth(notifier)
 	m.Pool = queue.NewPool(m.Store, queue.PoolConfig{
 		Workers:     cfg.Delivery.Workers,
 		MaxAttempts: cfg.Delivery.MaxAttempts,
@@ -285,6 +294,30 @@ func (m *Main) eventHeaders(ctx context.Context, id int64) (http.Header, error) 
 		return nil, err
 	}
 	return e.Headers, nil
+}
+
+// buildHealth builds the health monitor, sending through notifier (nil:
+// the alarms are kept and shown, nothing is sent).
+func (m *Main) buildHealth(notifier queue.Notifier) {
+	h := m.Config.Health
+	hc := health.Config{
+		Window:           h.Window.D(),
+		DuplicateRate:    h.DuplicateRate.F(),
+		MinVolume:        h.MinVolume,
+		OldestQueued:     h.OldestQueued.D(),
+		ReceiveToDoneP99: h.ReceiveToDoneP99.D(),
+		TargetFailing:    h.TargetFailing,
+		Interval:         h.Interval.D(),
+		Targets:          m.Config.TargetNames(),
+		Leader:           m.Leader,
+		Backoff:          queue.Backoff{Base: m.AlertBackoff},
+		Now:              m.Now,
+		Logger:           m.component("health"),
+	}
+	for _, s := range m.Config.Sources {
+		hc.Sources = append(hc.Sources, health.Source{Name: s.Name, Silence: s.Silence.D()})
+	}
+	m.Health = health.New(m.Store, notifier, hc)
 }
 
 // buildReceiver builds the webhook receiver on the inbox.
@@ -354,6 +387,9 @@ func (m *Main) Close() error {
 	}
 	if m.Sweeper != nil {
 		m.Sweeper.Stop()
+	}
+	if m.Health != nil {
+		m.Health.Stop()
 	}
 	if m.cancel != nil {
 		m.cancel()

@@ -23,6 +23,7 @@ type Config struct {
 	Delivery  Delivery  `toml:"delivery"`
 	Alert     Alert     `toml:"alert"`
 	Retention Retention `toml:"retention"`
+	Health    Health    `toml:"health"`
 	Sources   []Source  `toml:"source"`
 	Targets   []Target  `toml:"target"`
 }
@@ -151,6 +152,9 @@ type Source struct {
 	// (twilio, square, hubspot): absolute http(s), without a query (the
 	// request's own is used). "" = http://<Host header><path> as received.
 	PublicURL string `toml:"public_url"`
+	// Silence, when set, fires an alarm when no event (new or a
+	// duplicate) arrived from the source for this long.
+	Silence Duration `toml:"silence"`
 
 	// Secrets holds the resolved secrets: the Secret values followed by the
 	// values of the SecretEnv variables, in order. Never log it.
@@ -361,6 +365,7 @@ func DefaultConfig() Config {
 			Dedupe:   Duration(90 * 24 * time.Hour),
 			Interval: Duration(time.Hour),
 		},
+		Health: DefaultHealth(),
 	}
 }
 

@@ -144,8 +144,9 @@ func decode(p *problems, data []byte, cfg *Config) {
 		"delivery":  &cfg.Delivery,
 		"alert":     &cfg.Alert,
 		"retention": &cfg.Retention,
+		"health":    &cfg.Health,
 	}
-	known := []string{"server", "store", "delivery", "alert", "retention", "source", "target"}
+	known := []string{"server", "store", "delivery", "alert", "retention", "health", "source", "target"}
 	for _, k := range sortedKeys(top) {
 		switch k {
 		case "source":
@@ -360,6 +361,7 @@ var (
 	durationType   = reflect.TypeFor[Duration]()
 	sizeType       = reflect.TypeFor[Size]()
 	stringListType = reflect.TypeFor[StringList]()
+	percentType    = reflect.TypeFor[Percent]()
 )
 
 func goTypeName(t reflect.Type) string {
@@ -370,6 +372,8 @@ func goTypeName(t reflect.Type) string {
 		return `a size (e.g. "1MiB" or a number of bytes)`
 	case stringListType:
 		return "a string or an array of strings"
+	case percentType:
+		return `a percentage (e.g. "20%")`
 	}
 	switch t.Kind() {
 	case reflect.String:

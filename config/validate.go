@@ -33,6 +33,7 @@ func validate(p *problems, cfg *Config, getenv func(string) string) {
 	validateDelivery(scope{p, "delivery", "delivery"}, &cfg.Delivery)
 	validateAlert(scope{p, "alert", "alert"}, &cfg.Alert)
 	validateRetention(scope{p, "retention", "retention"}, &cfg.Retention)
+	validateHealth(scope{p, "health", "health"}, &cfg.Health)
 
 	names := make([]string, len(cfg.Sources))
 	for i, s := range cfg.Sources {
@@ -44,6 +45,7 @@ func validate(p *problems, cfg *Config, getenv func(string) string) {
 		sc := scopes[i]
 		checkName(sc, cfg.Sources[i].Name, seen)
 		validateSource(sc, &cfg.Sources[i], getenv)
+		validateSilence(sc, &cfg.Sources[i])
 	}
 	if _, _, err := net.SplitHostPort(cfg.Server.Listen); err == nil && len(cfg.Sources) == 0 && !p.failed["source"] && !IsLoopback(cfg.Server.Listen) {
 		p.add("server.listen", "server.listen", cfg.Server.Listen,

@@ -10,8 +10,9 @@ import (
 )
 
 // Notifier returns what sends the alerts of a: as JSON POSTed to a.URL, or
-// on a.Command's stdin (with HOOKBOX_ALERT_SOURCE, HOOKBOX_ALERT_EVENT_ID
-// and HOOKBOX_ALERT_TARGET in its environment), each send bounded by
+// on a.Command's stdin (with HOOKBOX_ALERT_KIND, HOOKBOX_ALERT_STATE,
+// HOOKBOX_ALERT_SOURCE, HOOKBOX_ALERT_EVENT_ID and HOOKBOX_ALERT_TARGET in
+// its environment), each send bounded by
 // a.Timeout. It returns nil when a sets neither: no alerts.
 func Notifier(a config.Alert) queue.Notifier {
 	timeout := a.Timeout.D()
@@ -39,7 +40,13 @@ func (n *alertNotifier) Notify(ctx context.Context, a queue.Alert) error {
 	if n.url != nil {
 		_, err = n.url.Post(ctx, "application/json", body)
 	} else {
+		kind, state := a.Kind, a.State
+		if kind == "" {
+			kind, state = queue.KindDead, queue.Firing
+		}
 		_, err = n.cmd.Run(ctx, map[string]string{
+			"HOOKBOX_ALERT_KIND":     kind,
+			"HOOKBOX_ALERT_STATE":    state,
 			"HOOKBOX_ALERT_SOURCE":   a.Source,
 			"HOOKBOX_ALERT_EVENT_ID": a.EventID,
 			"HOOKBOX_ALERT_TARGET":   a.Target,

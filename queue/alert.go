@@ -2,13 +2,20 @@ package queue
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/rs/zerolog"
 )
 
-// Alert is the JSON document sent once for each delivery that goes dead.
+// Alert is the JSON document sent once for each delivery that goes dead,
+// and for each health alarm when it fires and when it resolves.
 type Alert struct {
+	// Kind is "dead" for a dead delivery (also when left empty), else the
+	// health alarm's name (duplicate_rate, oldest_queued, …); State is
+	// "firing" (always, for a dead delivery) or "resolved".
+	Kind     string    `json:"kind"`
+	State    string    `json:"state"`
 	Source   string    `json:"source"`
 	EventID  string    `json:"event_id"`
 	Type     string    `json:"type"`
@@ -17,6 +24,50 @@ type Alert struct {
 	Error    string    `json:"error"`
 	DeadAt   time.Time `json:"dead_at"`
 	Event    int64     `json:"event"` // hookbox's row id, for `hookbox event ID`
+	// Alarm holds a health alarm's figures; nil for a dead delivery. A
+	// health alarm's document has kind, state, the source or the target
+	// it is about, and these.
+	Alarm *AlarmAlert `json:"-"`
+}
+
+// Alert kinds and states.
+const (
+	KindDead = "dead"
+	Firing   = "firing"
+	Resolved = "resolved"
+)
+
+// AlarmAlert is what a health alarm's alert says beyond its kind and state.
+type AlarmAlert struct {
+	Value   float64   `json:"value"`   // the figure that crossed its bound (or, resolved, no longer does)
+	Bound   float64   `json:"bound"`   // the configured bound
+	Unit    string    `json:"unit"`    // of value and bound: "ratio", "seconds" or "attempts"
+	Since   time.Time `json:"since"`   // when the alarm began firing
+	At      time.Time `json:"at"`      // when it entered this state
+	Message string    `json:"message"` // for a person
+}
+
+// MarshalJSON writes a dead delivery's alert with every field it has had,
+// plus kind and state; a health alarm's without the dead delivery's fields.
+func (a Alert) MarshalJSON() ([]byte, error) {
+	if a.Alarm != nil {
+		return json.Marshal(struct {
+			Kind   string `json:"kind"`
+			State  string `json:"state"`
+			Source string `json:"source,omitempty"`
+			Target string `json:"target,omitempty"`
+			*AlarmAlert
+		}{a.Kind, a.State, a.Source, a.Target, a.Alarm})
+	}
+	type dead Alert // without this method
+	d := dead(a)
+	if d.Kind == "" {
+		d.Kind = KindDead
+	}
+	if d.State == "" {
+		d.State = Firing
+	}
+	return json.Marshal(d)
 }
 
 // AlertStore is what the alerter needs of a store engine: the dead

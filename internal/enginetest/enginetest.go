@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"hookbox/dedupe"
+	"hookbox/health"
 	"hookbox/inbox"
 	"hookbox/metrics"
 	"hookbox/queue"
@@ -28,6 +29,7 @@ type Engine interface {
 	dedupe.Store     // the sweeper's Sweep
 	view.Store       // GetEvent, Deliveries, Attempts
 	metrics.Queue    // QueueStats
+	health.Store     // the health monitor's figures, alarms and notices
 	IngestEvents(ctx context.Context, evs []*dedupe.Event, targets []string) ([]dedupe.Result, error)
 	ListEvents(ctx context.Context, f dedupe.Filter) ([]dedupe.Stored, error)
 	DeadLetters(ctx context.Context, all bool, limit int) ([]queue.DeadLetter, error)
@@ -60,6 +62,7 @@ func Run(t *testing.T, open func(t *testing.T) Engine) {
 		{"Read", readTests},
 		{"Pause", pauseTests},
 		{"Pool", poolTests},
+		{"Health", healthTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
