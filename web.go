@@ -20,5 +20,9 @@ func (m *Main) WebHandler() *web.Handler {
 	for _, s := range m.Config.Sources {
 		sources[s.Name] = s.ProviderOptions()
 	}
-	return web.New(store, web.Options{Targets: m.Config.Targets, Sources: sources, Now: m.Now, Logger: m.component("web")})
+	o := web.Options{Targets: m.Config.Targets, Sources: sources, Now: m.Now, Logger: m.component("web")}
+	if m.Health != nil {
+		o.Health = m.Health
+	}
+	return web.New(store, o)
 }

@@ -66,6 +66,12 @@ type webServer struct {
 
 func startWeb(tb testing.TB, opts ...func(*hookbox.Main)) *webServer {
 	tb.Helper()
+	return startWebWith(tb, "", opts...)
+}
+
+// startWebWith is startWeb with more config text after webConfig's.
+func startWebWith(tb testing.TB, extra string, opts ...func(*hookbox.Main)) *webServer {
+	tb.Helper()
 	ws := &webServer{Fail: &atomic.Bool{}, Calls: &atomic.Int64{}}
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ws.Calls.Add(1)
@@ -78,7 +84,7 @@ func startWeb(tb testing.TB, opts ...func(*hookbox.Main)) *webServer {
 	}))
 	tb.Cleanup(target.Close)
 	ws.Target = target.URL
-	ws.testMain = MustRunMain(tb, webConfig(target.URL), "", opts...)
+	ws.testMain = MustRunMain(tb, webConfig(target.URL)+extra, "", opts...)
 	ws.Store = ws.DB
 	if ws.PG != nil {
 		ws.Store = ws.PG

@@ -30,7 +30,7 @@ func parsePages() map[string]*template.Template {
 	}
 	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html"))
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"list", "detail", "dead", "curl", "error"} {
+	for _, name := range []string{"list", "detail", "dead", "health", "curl", "error"} {
 		t := template.Must(base.Clone())
 		pages[name] = template.Must(t.ParseFS(templateFS, "templates/"+name+".html"))
 	}

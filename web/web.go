@@ -58,6 +58,9 @@ type Options struct {
 	// the first secret where the scheme has a signer. A source without
 	// one gets the stored headers and a warning.
 	Sources map[string]provider.Options
+	// Health gives GET /api/health and the health page; nil answers them
+	// 500.
+	Health HealthReader
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Logger gets the errors the handler answers 500 for.
@@ -124,6 +127,7 @@ func New(s Store, o Options) *Handler {
 	h.mux.HandleFunc("POST /api/replay", h.apiReplay)
 	h.mux.HandleFunc("GET /api/tail", h.tail)
 	h.mux.HandleFunc("GET /api/targets", h.apiTargets)
+	h.mux.HandleFunc("GET /api/health", h.apiHealth)
 	h.mux.HandleFunc("POST /api/targets/{name}/pause", h.apiPause(true))
 	h.mux.HandleFunc("POST /api/targets/{name}/resume", h.apiPause(false))
 	h.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
@@ -133,6 +137,7 @@ func New(s Store, o Options) *Handler {
 	h.mux.HandleFunc("GET /events/{id}", h.detailPage)
 	h.mux.HandleFunc("GET /events/{id}/curl", h.curlPage)
 	h.mux.HandleFunc("GET /dead", h.deadPage)
+	h.mux.HandleFunc("GET /health", h.healthPage)
 	assets, _ := fs.Sub(assetFS, "assets")
 	h.mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(assets)))
 	return h

@@ -163,6 +163,26 @@
     replayAll([req], what);
   }));
 
+  // Pause and resume a target (the health page), as hookbox pause and
+  // resume do; the page shows the new state once it is done.
+  $$("button.target-action").forEach((b) => b.addEventListener("click", async () => {
+    const name = b.dataset.target, verb = b.dataset.verb;
+    const text = verb === "pause"
+      ? "Pause " + name + "? Its deliveries wait, spending no attempts, until it is resumed."
+      : "Resume " + name + "? Its held deliveries are due at once.";
+    if (!(await confirmFirst(text, verb === "pause" ? "Pause" : "Resume"))) return;
+    try {
+      const r = await fetch("/api/targets/" + encodeURIComponent(name) + "/" + verb, { method: "POST", credentials: "same-origin" });
+      const body = await r.json().catch(() => ({ error: "HTTP " + r.status }));
+      if (!r.ok) throw new Error(body.error || "HTTP " + r.status);
+      say([(verb === "pause" ? "paused " : "resumed ") + name + ": " + body.deliveries + (verb === "pause" ? " deliveries held" : " deliveries released") +
+        (body.already ? " (it was " + (verb === "pause" ? "paused" : "not paused") + " already)" : "")]);
+      setTimeout(() => window.location.reload(), 1200);
+    } catch (e) {
+      say([name + ": " + e.message], true);
+    }
+  }));
+
   // Selections: the event list replays whole events, the dead-letter
   // page each picked dead delivery.
   function picks() { return $$("input.pick:checked"); }
