@@ -83,6 +83,7 @@ A running serve picks them up within a second.`)
 	if err != nil {
 		return err
 	}
+	wakeReplicas(ctx, db)
 	out := c.Stdout
 	fmt.Fprintf(out, "%s queued again; hookbox serve runs them within a second (at its next start if it is not running)\n", cli.Count(r.Queued, "delivery"))
 	// A target added or renamed since its events came has no delivery of
@@ -94,6 +95,7 @@ A running serve picks them up within a second.`)
 			return err
 		}
 		if b.Queued > 0 {
+			wakeReplicas(ctx, db)
 			fmt.Fprintf(out, "%s added for events that had none for %s (received before the target was added or renamed)\n", cli.Count(b.Queued, "delivery"), t.Name)
 		}
 		if b.Swept > 0 {
@@ -125,4 +127,13 @@ func parseWhen(s string, now time.Time) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("%q is neither an RFC3339 time nor a duration like 2h or 7d", s)
 	}
 	return now.Add(-d), nil
+}
+
+// wakeReplicas tells the serve replicas of a PostgreSQL store that work is
+// queued, so that they run it now rather than at their next look (a
+// SQLite serve looks every delivery.poll). A failure only delays it.
+func wakeReplicas(ctx context.Context, db cli.Store) {
+	if w, ok := db.(interface{ WakeNow(context.Context) error }); ok {
+		_ = w.WakeNow(ctx)
+	}
 }

@@ -19,6 +19,14 @@ import (
 // left running (StopRunningLeftovers). It fails for a target with neither a
 // url nor a command, which a validated config never has.
 func Targets(cfg config.Config, store string) ([]queue.Target, error) {
+	return ReplicaTargets(cfg, store, "")
+}
+
+// ReplicaTargets is Targets for the serve replica named replica: its
+// commands also have HOOKBOX_REPLICA=replica, so that a later replica
+// stops only the leftovers of the replica that claimed them, never those
+// of a live one on the same machine.
+func ReplicaTargets(cfg config.Config, store, replica string) ([]queue.Target, error) {
 	out := make([]queue.Target, 0, len(cfg.Targets))
 	for _, t := range cfg.Targets {
 		var h queue.Handler
@@ -39,6 +47,9 @@ func Targets(cfg config.Config, store string) ([]queue.Target, error) {
 				env = make(map[string]string, 2)
 			}
 			env["HOOKBOX_TARGET"], env["HOOKBOX_STORE"] = t.Name, store
+			if replica != "" {
+				env["HOOKBOX_REPLICA"] = replica
+			}
 			h = handle(NewCommand(t.Command, env, t.Timeout.D()), true)
 		default:
 			return nil, fmt.Errorf("target %s: neither url nor command", t.Name)
