@@ -55,6 +55,7 @@ func Run(t *testing.T, open func(t *testing.T) Engine) {
 		{"Retention", retentionTests},
 		{"Alerts", alertTests},
 		{"Recovery", recoveryTests},
+		{"Replicas", replicaTests},
 		{"Read", readTests},
 	}
 	for _, g := range groups {
