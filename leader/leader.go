@@ -65,16 +65,20 @@ func (e *Elector) Run(ctx context.Context, name string, work func(ctx context.Co
 	wake := e.wakeChan(name)
 	log := e.Logger.With().Str("lease", name).Str("replica", e.Holder).Logger()
 
-	var (
-		cur     *job      // the work, while leading
-		renewed time.Time // when the last successful Lead was sent
-	)
+	var cur *job // the work, while leading
 	end := func() {
+		e.set(name, false)
 		cur.stop()
 		<-cur.done
 		cur = nil
-		e.set(name, false)
 	}
+	// While leading, expire fires when the lease may be about to pass
+	// without a renewal that went through: half a renewal interval before
+	// ttl has run from when the last successful Lead was sent (the store
+	// counts from when it ran it, later).
+	expire := time.NewTimer(time.Hour)
+	expire.Stop()
+	defer expire.Stop()
 	ticker := time.NewTicker(every)
 	defer ticker.Stop()
 	for {
@@ -87,24 +91,18 @@ func (e *Elector) Run(ctx context.Context, name string, work func(ctx context.Co
 		}
 		switch {
 		case err != nil && cur != nil:
-			// Keep working while the lease surely holds: it was renewed at
-			// renewed (or later) on the store's clock, for ttl.
-			if time.Since(renewed) >= ttl-every {
-				end()
-				log.Warn().Err(err).Msg("could not renew the leader lease in time: stopped its work so that another replica may take it")
-			} else {
-				log.Warn().Err(err).Msg("renewing the leader lease failed; trying again")
-			}
+			log.Warn().Err(err).Msg("renewing the leader lease failed; trying again")
 		case err != nil:
 			log.Debug().Err(err).Msg("could not try for the leader lease")
-		case ok && cur == nil:
-			renewed = sent
-			cur = start(ctx, work)
-			e.set(name, true)
-			log.Info().Msg("leading: running this lease's work here")
 		case ok:
-			renewed = sent
+			expire.Reset(time.Until(sent.Add(ttl - every/2)))
+			if cur == nil {
+				cur = start(ctx, work)
+				e.set(name, true)
+				log.Info().Msg("leading: running this lease's work here")
+			}
 		case cur != nil:
+			expire.Stop()
 			end()
 			log.Warn().Msg("the leader lease was taken over: stopped its work here")
 		}
@@ -112,6 +110,11 @@ func (e *Elector) Run(ctx context.Context, name string, work func(ctx context.Co
 		case <-ctx.Done():
 		case <-ticker.C:
 		case <-wake:
+		case <-expire.C:
+			if cur != nil {
+				end()
+				log.Warn().Msg("could not renew the leader lease in time: stopped its work so that another replica may take it")
+			}
 		}
 		if ctx.Err() != nil {
 			break
