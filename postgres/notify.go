@@ -20,6 +20,8 @@ import (
 const (
 	dueTopic    = "due"
 	leaderTopic = "leader:"
+	// listenerName is the listening connection's application_name.
+	listenerName = "hookbox listener"
 )
 
 // Listener is told what the other replicas (and this one) announce.
@@ -115,7 +117,9 @@ func (db *DB) Listen(ctx context.Context, l Listener) {
 // listenOnce connects, listens and hands on notifications until the
 // connection fails or ctx ends; up says whether it got to listen.
 func (db *DB) listenOnce(ctx context.Context, l Listener) (up bool, err error) {
-	conn, err := pgx.ConnectConfig(ctx, db.pool.Config().ConnConfig.Copy())
+	cfg := db.pool.Config().ConnConfig.Copy()
+	cfg.RuntimeParams["application_name"] = listenerName // for pg_stat_activity
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return false, fmt.Errorf("connect: %w", err)
 	}
