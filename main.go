@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -26,11 +27,13 @@ import (
 	"hookbox/health"
 	"hookbox/inbox"
 	"hookbox/internal/cli"
+	"hookbox/leader"
 	"hookbox/metrics"
 	"hookbox/postgres"
 	"hookbox/queue"
 	"hookbox/receiver"
 	"hookbox/refetch"
+	"hookbox/replica"
 	"hookbox/sqlite"
 )
 
@@ -82,7 +85,20 @@ type Main struct {
 	// their fetches by outcome (Refetch.Counters).
 	Refetch *refetch.Set
 
-	storeID string // the store's identity: sqlite.RealPath, or the URL without its password
+	// Replica is this serve's identity among the replicas of a store,
+	// new at each start: PostgreSQL records it with each claim, and its
+	// command targets get it as HOOKBOX_REPLICA.
+	Replica replica.Process
+	// Elector runs the work that must run on one replica at a time (the
+	// sweeper, the alerter) under a leader lease: on PostgreSQL a row in
+	// the store, renewed; on SQLite this serve always leads. Other parts
+	// run theirs with Elector.Run(ctx, name, work).
+	Elector *leader.Elector
+
+	leaders sync.WaitGroup // the Elector.Run of each lease
+	stopLed context.CancelFunc
+	bg      sync.WaitGroup // the notification listener
+	storeID string         // the store's identity: sqlite.RealPath, or the URL without its password
 	lock    *os.File
 	cancel  context.CancelFunc
 	serveCh chan error
@@ -133,9 +149,14 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			ln.Close()
 		}
 	}()
+	if m.Replica, err = replica.Self(); err != nil {
+		return err
+	}
 	if err := m.openStore(ctx); err != nil {
 		return err
 	}
+	rlog := m.component("replica")
+	rlog.Info().Str("replica", m.Replica.ID).Msg("replica identity")
 	if err := m.buildDelivery(); err != nil {
 		return err
 	}
@@ -153,17 +174,60 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	// command attempt it started may still run, and must not overlap its
 	// rerun.
 	handlers.StopRunningLeftovers(ctx, m.storeID, m.Store.Running, qlog)
+	if m.PG != nil {
+		m.listen(ctx)
+	}
 	if err := m.Pool.Start(ctx); err != nil {
 		return err
 	}
-	if m.Alerter != nil {
-		m.Alerter.Start(ctx)
-	}
-	m.Sweeper.Start(ctx)
+	m.lead(ctx)
 	m.Health.Start(ctx)
 	m.serveCh = make(chan error, 1)
 	go func() { m.serveCh <- m.Receiver.Serve() }()
 	return nil
+}
+
+// listen starts the listener of the other replicas' announcements: new
+// work wakes the pool, a lease given up wakes its elector. While it is
+// down the pool looks for work every second.
+func (m *Main) listen(ctx context.Context) {
+	m.Pool.Listening(false)
+	m.bg.Add(1)
+	go func() {
+		defer m.bg.Done()
+		m.PG.Listen(ctx, postgres.Listener{
+			Due:    m.Pool.Notify,
+			Leader: m.Elector.Wake,
+			Up: func(up bool) {
+				m.Pool.Listening(up)
+				m.Pool.Notify() // to take up the new poll at once
+			},
+		})
+	}()
+}
+
+// lead runs the sweeper and the alerter, each under its leader lease.
+func (m *Main) lead(ctx context.Context) {
+	ctx, m.stopLed = context.WithCancel(ctx)
+	run := func(name string, start func(context.Context), stop func()) {
+		m.leaders.Add(1)
+		go func() {
+			defer m.leaders.Done()
+			m.Elector.Run(ctx, name, func(ctx context.Context) {
+				start(ctx)
+				<-ctx.Done()
+				stop()
+			})
+		}()
+	}
+	run("sweeper", m.Sweeper.Start, m.Sweeper.Stop)
+	if m.Alerter != nil {
+		run("alerter", m.Alerter.Start, m.Alerter.Stop)
+	}
+	// The health monitor runs on every replica (its status serves the
+	// API anywhere) and checks and sends only while this one holds the
+	// "health" lease (Config.Leader).
+	run("health", func(context.Context) {}, func() {})
 }
 
 // listen binds addr, saying what to do when another program has it.
@@ -205,9 +269,8 @@ func (m *Main) openStore(ctx context.Context) error {
 	return nil
 }
 
-// openPostgres opens the PostgreSQL store at the config's URL. One serve
-// per database, for now: a second one would recover the first one's
-// running deliveries at its start.
+// openPostgres opens the PostgreSQL store at the config's URL, as this
+// replica: several serve replicas may share it.
 func (m *Main) openPostgres(ctx context.Context) error {
 	cfg := m.Config.Store
 	getenv := m.Getenv
@@ -219,10 +282,11 @@ func (m *Main) openPostgres(ctx context.Context) error {
 		return err
 	}
 	m.storeID = postgres.Redact(u)
-	if m.PG, err = postgres.Open(ctx, u, postgres.Options{Logger: m.component("store")}); err != nil {
+	if m.PG, err = postgres.Open(ctx, u, postgres.Options{Replica: m.Replica, Logger: m.component("store")}); err != nil {
 		return err
 	}
 	m.Store = m.PG
+	m.Elector = &leader.Elector{Store: m.PG, Holder: m.Replica.ID, Logger: m.component("leader")}
 	return nil
 }
 
@@ -246,6 +310,7 @@ func (m *Main) openSQLite() error {
 		return err
 	}
 	m.Store = m.DB
+	m.Elector = &leader.Elector{Holder: m.Replica.ID, Logger: m.component("leader")} // the one serve of the store
 	return nil
 }
 
@@ -253,7 +318,7 @@ func (m *Main) openSQLite() error {
 func (m *Main) buildDelivery() error {
 	cfg := m.Config
 	m.Refetch = refetch.NewSet()
-	targets, err := handlers.TargetsWith(cfg, m.storeID, handlers.Options{Refetch: m.Refetch, Headers: m.eventHeaders})
+	targets, err := handlers.TargetsWith(cfg, m.storeID, handlers.Options{Refetch: m.Refetch, Headers: m.eventHeaders, Replica: m.Replica.ID})
 	if err != nil {
 		return err
 	}
@@ -280,6 +345,7 @@ func (m *Main) buildDelivery() error {
 			}
 		},
 		OnDone: m.Metrics.ObserveDone,
+		Poll:   cfg.Delivery.Poll.D(),
 		Now:    m.Now,
 		Logger: m.component("queue"),
 	})
@@ -296,6 +362,16 @@ func (m *Main) eventHeaders(ctx context.Context, id int64) (http.Header, error) 
 	return e.Headers, nil
 }
 
+// healthLeader says when the health monitor may check and send: Main.Leader
+// if set (tests), else while this replica holds the "health" lease (lead
+// campaigns for it; on SQLite the one serve holds it).
+func (m *Main) healthLeader() func(context.Context) bool {
+	if m.Leader != nil || m.PG == nil {
+		return m.Leader
+	}
+	return func(context.Context) bool { return m.Elector.Leader("health") }
+}
+
 // buildHealth builds the health monitor, sending through notifier (nil:
 // the alarms are kept and shown, nothing is sent).
 func (m *Main) buildHealth(notifier queue.Notifier) {
@@ -309,7 +385,7 @@ func (m *Main) buildHealth(notifier queue.Notifier) {
 		TargetFailing:    h.TargetFailing,
 		Interval:         h.Interval.D(),
 		Targets:          m.Config.TargetNames(),
-		Leader:           m.Leader,
+		Leader:           m.healthLeader(),
 		Backoff:          queue.Backoff{Base: m.AlertBackoff},
 		Now:              m.Now,
 		Logger:           m.component("health"),
@@ -327,7 +403,11 @@ func (m *Main) buildReceiver() error {
 	if err != nil {
 		return err
 	}
-	ingest := inbox.New(m.Store, inbox.NewRouter(cfg.Targets), m.Pool)
+	var wake inbox.Waker = m.Pool
+	if m.PG != nil {
+		wake = wakeAll{m.Pool.Notify, m.PG.Wake} // this replica's pool, and the others'
+	}
+	ingest := inbox.New(m.Store, inbox.NewRouter(cfg.Targets), wake)
 	m.Receiver = receiver.New(receiver.Config{
 		Sources:           sources,
 		AnySource:         m.LocalSink,
@@ -381,6 +461,13 @@ func (m *Main) Close() error {
 	}
 	if m.Pool != nil {
 		m.Pool.Stop()
+		if m.PG != nil {
+			m.PG.Wake() // what it released, the other replicas run
+		}
+	}
+	if m.stopLed != nil {
+		m.stopLed() // stops the sweeper and the alerter, and gives their leases up
+		m.leaders.Wait()
 	}
 	if m.Alerter != nil {
 		m.Alerter.Stop()
@@ -394,6 +481,7 @@ func (m *Main) Close() error {
 	if m.cancel != nil {
 		m.cancel()
 	}
+	m.bg.Wait()
 	if m.Store != nil {
 		keep(m.Store.Close())
 	}
@@ -402,6 +490,16 @@ func (m *Main) Close() error {
 		m.lock = nil
 	}
 	return first
+}
+
+// wakeAll wakes each of its parts.
+type wakeAll []func()
+
+// Notify calls each.
+func (w wakeAll) Notify() {
+	for _, f := range w {
+		f()
+	}
 }
 
 func (m *Main) component(name string) zerolog.Logger {

@@ -66,6 +66,9 @@ A running serve picks them up within a second.`)
 	if err != nil {
 		return err // "event N: event not found", as hookbox event says
 	}
+	if r.Queued > 0 || r.Backfilled.Queued > 0 {
+		wakeReplicas(ctx, db)
+	}
 	for _, l := range r.Lines() {
 		fmt.Fprintln(c.Stdout, l)
 	}
@@ -93,4 +96,13 @@ func replayUsage(err error) error {
 		return cli.Usagef("replay: --target %s", fe.Msg)
 	}
 	return cli.Usagef("replay: --%s: %s", fe.Field, fe.Msg)
+}
+
+// wakeReplicas tells the serve replicas of a PostgreSQL store that work is
+// queued, so that they run it now rather than at their next look (a
+// SQLite serve looks every delivery.poll). A failure only delays it.
+func wakeReplicas(ctx context.Context, db cli.Store) {
+	if w, ok := db.(interface{ WakeNow(context.Context) error }); ok {
+		_ = w.WakeNow(ctx)
+	}
 }

@@ -116,6 +116,11 @@ type Delivery struct {
 	MaxBackoff  Duration `toml:"max_backoff"`  // default 10m, >= Backoff
 	Lease       Duration `toml:"lease"`        // default 5m; greater than every target's timeout
 	Grace       Duration `toml:"grace"`        // default 10s: how long running attempts may finish at shutdown
+	// Poll is how often an idle serve looks for deliveries that another
+	// process queued without waking it (default 1s). On PostgreSQL the
+	// replicas wake each other (LISTEN/NOTIFY), and while that connection
+	// is down they look at least every second whatever Poll says.
+	Poll Duration `toml:"poll"`
 }
 
 // Alert is called once for each delivery that goes dead. With neither URL
@@ -356,6 +361,7 @@ func DefaultConfig() Config {
 			MaxBackoff:  Duration(10 * time.Minute),
 			Lease:       Duration(5 * time.Minute),
 			Grace:       Duration(10 * time.Second),
+			Poll:        Duration(time.Second),
 		},
 		Alert: Alert{
 			Timeout: Duration(10 * time.Second),

@@ -168,6 +168,7 @@ func TestParse_Defaults(t *testing.T) {
 		{"delivery.backoff", d.Delivery.Backoff.D(), 2 * time.Second},
 		{"delivery.max_backoff", d.Delivery.MaxBackoff.D(), 10 * time.Minute},
 		{"delivery.lease", d.Delivery.Lease.D(), 5 * time.Minute},
+		{"delivery.poll", d.Delivery.Poll.D(), time.Second},
 		{"delivery.grace", d.Delivery.Grace.D(), 10 * time.Second},
 		{"alert.timeout", d.Alert.Timeout.D(), 10 * time.Second},
 		{"retention.payloads", d.Retention.Payloads.D(), 30 * 24 * time.Hour},
@@ -337,6 +338,7 @@ func TestParse_Validation(t *testing.T) {
 		{"Max backoff below backoff", "[delivery]\nbackoff = \"1m\"\nmax_backoff = \"30s\"\n", "delivery.max_backoff", "30s"},
 		{"Backoff unreadable, max backoff below the default", "[delivery]\nbackoff = \"2x\"\nmax_backoff = \"1s\"\n", "delivery.backoff", "2x"},
 		{"Lease zero", "[delivery]\nlease = \"0s\"\n", "delivery.lease", "0s"},
+		{"Poll zero", "[delivery]\npoll = \"0s\"\n", "delivery.poll", "0s"},
 		{"Lease not above target timeout", srcStripe + tgt + "url = \"http://127.0.0.1/\"\ntimeout = \"5m\"\n", "delivery.lease", "5m"},
 
 		// [alert]

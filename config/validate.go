@@ -192,6 +192,7 @@ func validateDelivery(sc scope, d *Delivery) {
 		sc.addf("max_backoff", d.MaxBackoff.String(), "must be at least delivery.backoff (%s)", d.Backoff)
 	}
 	positive(sc, "lease", d.Lease)
+	positive(sc, "poll", d.Poll)
 }
 
 func validateAlert(sc scope, a *Alert) {

@@ -13,8 +13,8 @@ import (
 // it at its timeout any more, and the restarted hookbox will run the
 // delivery again.
 type Leftover struct {
-	PID, PGID               int
-	Source, EventID, Target string // from the attempt's environment
+	PID, PGID                        int
+	Source, EventID, Target, Replica string // from the attempt's environment
 
 	start uint64 // start time, to tell it from a later process with its pid
 }
@@ -28,7 +28,9 @@ const KillGrace = killGrace
 // them (SIGKILL, a crash): their deliveries are still marked running, as
 // running (the store's Running, before the pool starts) lists them, and the
 // pool is about to run them again. Processes of finished deliveries (a
-// daemon a target started on purpose) are left alone. Linux only: it reads
+// daemon a target started on purpose) are left alone, and so are those of
+// another replica than the one a running delivery names (a key without
+// one, from a store with one serve at a time, names any). Linux only: it reads
 // /proc. store is the store's identity (sqlite.RealPath). It returns
 // nothing: what it cannot do, and each process it stops, it logs to log as
 // a warning, and the start goes on.
@@ -52,7 +54,12 @@ func StopRunningLeftovers(ctx context.Context, store string, running func(contex
 	}
 	var stale []Leftover
 	for _, p := range procs {
-		if held[queue.RunningKey{Source: p.Source, EventID: p.EventID, Target: p.Target}] {
+		k := queue.RunningKey{Source: p.Source, EventID: p.EventID, Target: p.Target}
+		if held[k] {
+			stale = append(stale, p)
+			continue
+		}
+		if k.Replica = p.Replica; k.Replica != "" && held[k] {
 			stale = append(stale, p)
 		}
 	}

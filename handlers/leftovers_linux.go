@@ -49,6 +49,8 @@ func Leftovers(store string) ([]Leftover, error) {
 				l.EventID = string(v)
 			case "HOOKBOX_TARGET":
 				l.Target = string(v)
+			case "HOOKBOX_REPLICA":
+				l.Replica = string(v)
 			}
 		}
 		if !mine {

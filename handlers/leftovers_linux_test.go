@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"hookbox/handlers"
+	"hookbox/queue"
 )
 
 // startMarked starts sh -c script in a process group of its own with a
@@ -170,5 +174,50 @@ wait`)
 	}
 	if gone(daemonPID) {
 		t.Error("the process in a session of its own (setsid) was stopped too")
+	}
+}
+
+// Of two replicas' commands for the same delivery on one store, only
+// those of the replica that the running delivery names are stopped: a
+// replica starting beside a live one never stops that one's attempts.
+func TestStopRunningLeftovers_OnlyTheNamedReplicas(t *testing.T) {
+	store := "postgres://u@db:5432/hookbox-" + strconv.Itoa(time.Now().Nanosecond())
+	start := func(replica string) chan struct{} {
+		t.Helper()
+		cmd := exec.Command("/bin/sh", "-c", "sleep 30 & wait")
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOOKBOX_STORE=" + store, "HOOKBOX_SOURCE=shop",
+			"HOOKBOX_EVENT_ID=evt_1", "HOOKBOX_TARGET=script", "HOOKBOX_REPLICA=" + replica}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); <-done })
+		return done
+	}
+	goneDone, liveDone := start("host-1-dead"), start("host-2-live")
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		procs, err := handlers.Leftovers(store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(procs) >= 4 || time.Now().After(deadline) { // each shell and its sleep
+			break
+		}
+	}
+	running := func(context.Context) ([]queue.RunningKey, error) {
+		return []queue.RunningKey{{Source: "shop", EventID: "evt_1", Target: "script", Replica: "host-1-dead"}}, nil
+	}
+	handlers.StopRunningLeftovers(context.Background(), store, running, zerolog.Nop())
+	select {
+	case <-goneDone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the named replica's command still runs")
+	}
+	select {
+	case <-liveDone:
+		t.Fatal("the other replica's command was stopped")
+	case <-time.After(200 * time.Millisecond):
 	}
 }

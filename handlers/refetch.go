@@ -24,6 +24,10 @@ type Options struct {
 	// them (Shopify's shop and API version); without it, such a fetch
 	// sees none.
 	Headers func(ctx context.Context, event int64) (http.Header, error)
+	// Replica is the serve replica's name: its commands also have
+	// HOOKBOX_REPLICA, so that a later replica stops only the leftovers of
+	// the replica that claimed them, never those of a live one.
+	Replica string
 }
 
 // refetcher is one target's fetch before each attempt.

@@ -22,8 +22,9 @@ func Targets(cfg config.Config, store string) ([]queue.Target, error) {
 	return TargetsWith(cfg, store, Options{})
 }
 
-// TargetsWith is Targets, with what the targets with refetch need (o).
-// It also fails for a refetch its Set cannot build.
+// TargetsWith is Targets, with what the targets with refetch need and the
+// serve replica's name (o). It also fails for a refetch its Set cannot
+// build.
 func TargetsWith(cfg config.Config, store string, o Options) ([]queue.Target, error) {
 	out := make([]queue.Target, 0, len(cfg.Targets))
 	for _, t := range cfg.Targets {
@@ -49,6 +50,9 @@ func TargetsWith(cfg config.Config, store string, o Options) ([]queue.Target, er
 				env = make(map[string]string, 2)
 			}
 			env["HOOKBOX_TARGET"], env["HOOKBOX_STORE"] = t.Name, store
+			if o.Replica != "" {
+				env["HOOKBOX_REPLICA"] = o.Replica
+			}
 			h = handle(NewCommand(t.Command, env, t.Timeout.D()), true, rf)
 		default:
 			return nil, fmt.Errorf("target %s: neither url nor command", t.Name)

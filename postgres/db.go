@@ -25,6 +25,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
+
+	"hookbox/replica"
 )
 
 // MinServerVersion is the oldest PostgreSQL hookbox runs on (13: the
@@ -43,7 +45,12 @@ type Options struct {
 	// build's migrations is refused (ErrSchemaBehind) rather than migrated.
 	// The read commands use it.
 	NoMigrate bool
-	Logger    zerolog.Logger
+	// Replica is the serve replica this store is opened for: its claims
+	// record it, and Recover takes back what it and the gone replicas of
+	// its machine left running (replicas.go). Zero for the read commands,
+	// whose claims (none) and recoveries concern no replica.
+	Replica replica.Process
+	Logger  zerolog.Logger
 }
 
 // Stats counts committed and failed write transactions.
@@ -63,6 +70,11 @@ type DB struct {
 	async  sync.WaitGroup // CompleteAsync writes under way
 
 	commits, failed atomic.Int64
+
+	replica  replica.Process
+	channel  string        // the notification channel of this schema
+	kick     chan struct{} // Wake's requests to the notifier
+	notified chan struct{} // closed once the notifier has ended
 }
 
 // Open connects to the database at url (postgres://…), checks the
@@ -84,7 +96,7 @@ func Open(ctx context.Context, url string, o Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", Redact(url), err)
 	}
-	db := &DB{pool: pool, log: o.Logger}
+	db := &DB{pool: pool, log: o.Logger, replica: o.Replica, kick: make(chan struct{}, 1), notified: make(chan struct{})}
 	if err := db.checkServer(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open store %s: %w", Redact(url), err)
@@ -93,6 +105,23 @@ func Open(ctx context.Context, url string, o Options) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open store %s: %w", Redact(url), err)
 	}
+	var schema *string
+	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open store %s: %w", Redact(url), err)
+	}
+	if schema != nil {
+		db.channel = channelName(*schema)
+	} else {
+		db.channel = channelName("")
+	}
+	if !o.NoMigrate {
+		if err := db.register(ctx); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("open store %s: %w", Redact(url), err)
+		}
+	}
+	go db.notifier()
 	var sync string
 	if err := pool.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&sync); err == nil && sync == "off" {
 		db.log.Warn().Str("synchronous_commit", sync).
@@ -182,8 +211,17 @@ func (db *DB) Close() error {
 		return nil
 	}
 	db.async.Wait()
+	close(db.kick)
+	<-db.notified
+	db.unregister()
 	db.pool.Close()
 	return nil
+}
+
+func (db *DB) isClosed() bool {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	return db.closed
 }
 
 // ms is t in unix milliseconds, as the tables keep times.

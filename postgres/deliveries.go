@@ -31,7 +31,7 @@ const (
 	// The subquery walks deliveries_due in claim order, skips rows another
 	// claim holds, and stops at the limit; the UPDATE takes only those.
 	// Its due time comes back so that the jobs keep the claim's order.
-	claimSQL = `UPDATE deliveries d SET status = 'running', attempts = d.attempts + 1, run_at = $1, lease_token = nextval('lease_tokens')
+	claimSQL = `UPDATE deliveries d SET status = 'running', attempts = d.attempts + 1, run_at = $1, lease_token = nextval('lease_tokens'), replica = $5
 		FROM (SELECT id, run_at FROM deliveries WHERE ` + dueCondition + ` AND run_at <= $2 AND id <> ALL ($3::bigint[])
 			ORDER BY run_at, id LIMIT $4 FOR UPDATE SKIP LOCKED) due
 		WHERE d.id = due.id
@@ -88,7 +88,7 @@ func (db *DB) Claim(ctx context.Context, n int, lease time.Duration, now time.Ti
 	var jobs []*queue.Job
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		jobs = jobs[:0]
-		rows, err := tx.Query(ctx, claimSQL, ms(now.Add(lease)), ms(now), ids(skip), n)
+		rows, err := tx.Query(ctx, claimSQL, ms(now.Add(lease)), ms(now), ids(skip), n, db.replica.ID)
 		if err != nil {
 			return err
 		}
@@ -242,42 +242,6 @@ func (db *DB) QueuedByTarget(ctx context.Context) (map[string]int64, error) {
 		return nil, fmt.Errorf("queued deliveries by target: %w", err)
 	}
 	return out, nil
-}
-
-// Running lists the deliveries marked running.
-func (db *DB) Running(ctx context.Context) ([]queue.RunningKey, error) {
-	rows, err := db.pool.Query(ctx, `SELECT e.source, e.event_id, d.target
-		FROM deliveries d JOIN events e ON e.id = d.event WHERE d.status = 'running'`)
-	if err != nil {
-		return nil, fmt.Errorf("running deliveries: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (queue.RunningKey, error) {
-		var k queue.RunningKey
-		err := row.Scan(&k.Source, &k.EventID, &k.Target)
-		return k, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("running deliveries: %w", err)
-	}
-	return out, nil
-}
-
-// Recover makes every delivery left running by a stopped process due now.
-// Run it at startup, when no worker of this store can be running: with one
-// serve per database. (Several replicas need each to recover only what it
-// left; see the README.)
-func (db *DB) Recover(ctx context.Context, now time.Time) (int64, error) {
-	var n int64
-	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE deliveries SET status = 'retrying', run_at = $1, last_error = 'interrupted: hookbox stopped during the attempt'
-			WHERE status = 'running'`, ms(now))
-		n = tag.RowsAffected()
-		return err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("recover running deliveries: %w", err)
-	}
-	return n, nil
 }
 
 // Renew sets the lease of each of jobs that is still running under its

@@ -102,6 +102,11 @@ type PoolConfig struct {
 	// for a worker, goes back to the queue instead of starting.
 	PausedEvery time.Duration
 
+	// Poll is how often an idle pool looks for work that no wake-up told
+	// it of (queued by another process); default a second. While the
+	// store's wake-ups across processes are down (Listening(false)), it
+	// looks at least every second.
+	Poll   time.Duration
 	Now    func() time.Time
 	Logger zerolog.Logger
 }
@@ -137,6 +142,8 @@ type Pool struct {
 	renewal   sync.WaitGroup
 	pausing   sync.WaitGroup
 	stopOnce  sync.Once
+
+	deaf atomic.Bool // the store's cross-process wake-ups are down
 }
 
 // prefetch is how many claimed jobs may wait for a worker. Claiming ahead
@@ -184,6 +191,23 @@ func (p *Pool) Notify() {
 	case p.wake <- struct{}{}:
 	default:
 	}
+}
+
+// Listening tells the pool whether the store's wake-ups from other
+// processes (PostgreSQL's notifications) reach it: while they do not, it
+// looks for work at least every second, whatever Poll says.
+func (p *Pool) Listening(up bool) { p.deaf.Store(!up) }
+
+// poll is how long an idle pool waits before it looks again.
+func (p *Pool) poll() time.Duration {
+	d := p.cfg.Poll
+	if d <= 0 {
+		d = time.Second
+	}
+	if p.deaf.Load() {
+		d = min(d, time.Second)
+	}
+	return d
 }
 
 // Start recovers deliveries left running by a previous process and starts
@@ -329,12 +353,13 @@ func (p *Pool) finished(id int64) {
 	}
 }
 
-// waitForWork sleeps until woken or until the next delivery is due. Once a
-// second it looks again (a read), for work added by another process, e.g. a
-// replay; an idle pool claims nothing, so it writes nothing.
+// waitForWork sleeps until woken or until the next delivery is due. Every
+// poll (a second by default) it looks again (a read), for work added by
+// another process without a wake-up, e.g. a replay; an idle pool claims
+// nothing, so it writes nothing.
 func (p *Pool) waitForWork(ctx context.Context) bool {
 	for {
-		wait, due := time.Second, false
+		wait, due := p.poll(), false
 		at, ok, err := p.s.NextDue(ctx, p.running())
 		if err == nil && ok {
 			if d := at.Sub(p.cfg.Now()); d < wait {

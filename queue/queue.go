@@ -132,8 +132,10 @@ type Finish struct {
 var ErrStale = errors.New("lease lost: delivery was reclaimed")
 
 // RunningKey names a running delivery the way its command's environment
-// does (HOOKBOX_SOURCE, HOOKBOX_EVENT_ID, HOOKBOX_TARGET).
-type RunningKey struct{ Source, EventID, Target string }
+// does (HOOKBOX_SOURCE, HOOKBOX_EVENT_ID, HOOKBOX_TARGET, and
+// HOOKBOX_REPLICA: the replica that claimed it, "" where a store has one
+// serve at a time and does not record it).
+type RunningKey struct{ Source, EventID, Target, Replica string }
 
 // Delivery is a delivery row as shown to users.
 type Delivery struct {

@@ -635,3 +635,30 @@ func TestPool_UnwrittenResultIsWrittenAgain(t *testing.T) {
 		t.Errorf("the give-up was not logged: %s", logs.String())
 	}
 }
+
+// With a long poll, work added behind the pool's back waits for a wake-up;
+// while the store's wake-ups from other processes are down (Listening
+// false), the pool looks every second again, and finds it.
+func TestPool_LooksEverySecondWhileDeaf(t *testing.T) {
+	q := MustOpen(t, "sink")
+	p := queue.NewPool(q, queue.PoolConfig{
+		Workers: 1, MaxAttempts: 1, Lease: time.Minute, Grace: time.Second, Poll: time.Hour,
+		Targets: []queue.Target{{Name: "sink", Handler: queue.HandlerFunc(func(context.Context, *queue.Job) queue.Outcome { return queue.Outcome{} })}},
+		Logger:  zerolog.Nop(),
+	})
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	time.Sleep(100 * time.Millisecond)               // the first claim found nothing; the pool waits its hour
+	ev := mustIngest(t, q, "evt_behind", time.Now()) // no Notify
+	time.Sleep(1500 * time.Millisecond)
+	if d := mustDelivery(t, q, ev); d.Status != queue.Pending {
+		t.Fatalf("with an hour's poll and no wake-up: %s after 1.5 s, want still pending", d.Status)
+	}
+	p.Listening(false)
+	p.Notify() // as the listener does when it goes down
+	waitStatus(t, q, ev, queue.Done)
+	ev2 := mustIngest(t, q, "evt_behind_2", time.Now()) // no Notify: found by the look
+	waitStatus(t, q, ev2, queue.Done)
+}

@@ -59,6 +59,7 @@ func Run(t *testing.T, open func(t *testing.T) Engine) {
 		{"Retention", retentionTests},
 		{"Alerts", alertTests},
 		{"Recovery", recoveryTests},
+		{"Replicas", replicaTests},
 		{"Read", readTests},
 		{"Pause", pauseTests},
 		{"Pool", poolTests},
