@@ -406,6 +406,7 @@ func validateSource(sc scope, s *Source, getenv func(string) string) {
 			s.EventType = loc.Spec()
 		}
 	}
+	validateOrderKeys(sc, s, p)
 }
 
 // schemesWhere returns the names of the providers for which keep is true.
@@ -445,16 +446,18 @@ func oneOf(choices []string) string {
 // keys and the event locations.
 func (s Source) ProviderOptions() provider.Options {
 	return provider.Options{
-		Scheme:    s.Verify,
-		Secrets:   s.Secrets,
-		Tolerance: s.Tolerance.D(),
-		Header:    s.Header,
-		Algorithm: s.Algorithm,
-		Encoding:  s.Encoding,
-		Prefix:    s.Prefix,
-		EventID:   s.EventID,
-		EventType: s.EventType,
-		PublicURL: s.PublicURL,
+		Scheme:       s.Verify,
+		Secrets:      s.Secrets,
+		Tolerance:    s.Tolerance.D(),
+		Header:       s.Header,
+		Algorithm:    s.Algorithm,
+		Encoding:     s.Encoding,
+		Prefix:       s.Prefix,
+		EventID:      s.EventID,
+		EventType:    s.EventType,
+		PublicURL:    s.PublicURL,
+		OrderKey:     s.OrderKey,
+		OrderVersion: s.OrderVersion,
 	}
 }
 
@@ -565,4 +568,5 @@ func validateTarget(sc scope, t *Target, sources []Source, getenv func(string) s
 	if t.MaxAttempts < 0 {
 		sc.add("max_attempts", strconv.Itoa(t.MaxAttempts), "must not be negative (0 = delivery.max_attempts)")
 	}
+	validateOrder(sc, t, sources)
 }

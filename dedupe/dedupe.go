@@ -27,6 +27,10 @@ type Event struct {
 	ContentType string
 	Headers     http.Header
 	Body        []byte
+	// OrderKey is the resource the event is about ("" = none: no lane),
+	// OrderVersion its version as found, OrderRank the version's
+	// comparable form (package order; "" when missing or unreadable).
+	OrderKey, OrderVersion, OrderRank string
 }
 
 // Result says what storing an event did.
@@ -59,4 +63,6 @@ type Filter struct {
 	// Before keeps events numbered below it (0: no bound): the next page
 	// after an event, newest first.
 	Before int64
+	// Key keeps the events of one order key ("" = any).
+	Key string
 }

@@ -63,6 +63,7 @@ type DB struct {
 	async  sync.WaitGroup // CompleteAsync writes under way
 
 	commits, failed atomic.Int64
+	order           orderConfig // lanes.go
 }
 
 // Open connects to the database at url (postgres://…), checks the

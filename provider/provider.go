@@ -91,6 +91,11 @@ type Provider struct {
 	// event_id and event_type. "" when the provider has no such place and
 	// the source must say (event_id) or has no type (event_type).
 	EventID, EventType string
+	// OrderKey and OrderVersion are where the provider's events name the
+	// resource they are about and its version (a number or an RFC 3339
+	// time), from its documentation: the defaults of a source's order_key
+	// and order_version. "" where the provider documents none.
+	OrderKey, OrderVersion string
 	// Tolerance is the clock difference accepted by default for a scheme
 	// that signs a timestamp; zero for a scheme that signs none, where a
 	// source may not set one.
@@ -258,6 +263,10 @@ type Options struct {
 	// EventID and EventType are where a source's events carry their id
 	// and type; "" means the provider's.
 	EventID, EventType string
+	// OrderKey and OrderVersion are where a source's events carry the
+	// resource they are about and its version; "" means the provider's
+	// (none where it has none).
+	OrderKey, OrderVersion string
 	// PublicURL is the URL the provider calls, for a scheme that signs it
 	// (SignsURL): scheme, host and path, the query being the request's as
 	// received. "" means the URL the request was received at.

@@ -25,7 +25,13 @@ var shopifyProvider = Provider{
 	Docs:      "https://shopify.dev/docs/apps/build/webhooks/subscribe/https#step-5-verify-the-webhook",
 	EventID:   "header:X-Shopify-Webhook-Id,header:Shopify-Event-Id",
 	EventType: "header:X-Shopify-Topic,header:Shopify-Topic",
-	Redact:    []string{shopifyHMAC, shopifyEventsHMAC},
+	// The resource's global id (unique across resource types, unlike its
+	// numeric id), and when Shopify triggered the webhook, else the
+	// resource's updated_at (shopify.dev, webhooks best practices:
+	// "X-Shopify-Triggered-At" to order events).
+	OrderKey:     "json:admin_graphql_api_id,json:id",
+	OrderVersion: "header:X-Shopify-Triggered-At,json:updated_at",
+	Redact:       []string{shopifyHMAC, shopifyEventsHMAC},
 	// 1 second to connect and 5 to answer; 8 retries over 4 hours with
 	// exponential backoff (shopify.dev, HTTPS delivery; the 2024-09 changelog).
 	Timeout: 5 * time.Second,

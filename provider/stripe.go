@@ -14,8 +14,14 @@ var stripeProvider = Provider{
 	Docs:      "https://docs.stripe.com/webhooks#verify-events",
 	EventID:   "json:id",
 	EventType: "json:type",
-	Tolerance: 5 * time.Minute,
-	Redact:    []string{stripeHeader},
+	// The object an event is about, and the event's creation time in
+	// Unix seconds (docs.stripe.com/api/events/object: data.object,
+	// created). One-second resolution: events of one object created in
+	// the same second keep their receipt order.
+	OrderKey:     "json:data.object.id",
+	OrderVersion: "json:created",
+	Tolerance:    5 * time.Minute,
+	Redact:       []string{stripeHeader},
 	// Stripe-Signature: t=<unix>,v1=<hex>[,v1=<hex>][,v0=...] over
 	// "<t>.<body>", keyed with the whole whsec_ string, undecoded; hex
 	// digits of either case are accepted, as stripe-go does.

@@ -428,6 +428,11 @@ func (p *Pool) recorded(j *Job, f Finish, out Outcome, err error) {
 		return
 	}
 	p.finished(j.Delivery)
+	if j.Promoted {
+		// The next delivery of its lane is due now: claim it at once
+		// rather than at the next look.
+		p.Notify()
+	}
 	switch {
 	case out.Err == nil:
 		jobLog(p.log.Debug(), j).Str("took", f.Attempt.Duration.String()).Msg("delivered")

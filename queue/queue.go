@@ -72,6 +72,11 @@ type Job struct {
 	ReceivedAt  time.Time
 	Body        []byte
 	Swept       bool // the payload is gone (retention); the attempt cannot run
+	// Lane is the order key of a delivery at an ordered target ("" none).
+	Lane string
+	// Promoted is set by the completion that made the next delivery of
+	// the job's lane due: the pool claims again at once.
+	Promoted bool
 }
 
 // Attempt is the record of one finished attempt.
@@ -118,7 +123,14 @@ type Delivery struct {
 	DeadReason string
 	RunAt      time.Time // next attempt (pending, retrying) or lease expiry (running)
 	CreatedAt  time.Time
-	DoneAt     time.Time // zero unless done or dead
+	DoneAt     time.Time // zero unless done, dead or skipped
+	// Lane is the order key of a delivery at an ordered target ("" none);
+	// Waiting is set while it waits behind its lane's head.
+	Lane    string
+	Waiting bool
+	// SkipReason says why a skipped delivery was skipped ("stale: …",
+	// "superseded by #N").
+	SkipReason string
 }
 
 // DeadLetter is a row of the dead-letter table.

@@ -35,7 +35,7 @@ const (
 	claimSQL = `UPDATE deliveries SET status = 'running', attempts = attempts + 1, run_at = ?, lease_token = abs(random())
 		WHERE id IN (SELECT id FROM deliveries INDEXED BY deliveries_due WHERE ` + dueCondition + ` AND run_at <= ?
 			AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY run_at, id LIMIT ? + 0)
-		RETURNING id, event, target, attempts, lease_token`
+		RETURNING id, event, target, attempts, lease_token, lane`
 	loadEventsSQL = `SELECT id, source, event_id, type, received_at, content_type, body, swept_at IS NOT NULL FROM events
 		WHERE id IN (SELECT value FROM json_each(?))`
 	renewSQL   = `UPDATE deliveries SET run_at = ? WHERE id = ? AND lease_token = ? AND status = 'running'`
@@ -49,8 +49,16 @@ const (
 	reviveSQL = `UPDATE deliveries SET status = 'pending', attempts = 0, run_at = ?, last_error = '', dead_reason = '', done_at = NULL`
 )
 
-// enqueueTx adds one pending delivery per target for event, inside tx.
-func (db *DB) enqueueTx(ctx context.Context, tx *sql.Tx, event int64, targets []string, now time.Time) error {
+// enqueueTx adds one pending delivery per target for event, inside tx:
+// those to ordered targets in the lane of the event's key.
+func (db *DB) enqueueTx(ctx context.Context, tx *sql.Tx, event int64, key, rank string, targets []string, now time.Time) error {
+	targets, err := db.enqueueLanesTx(ctx, tx, event, key, rank, targets, now)
+	if err != nil {
+		return err
+	}
+	if len(targets) == 0 {
+		return nil
+	}
 	st, err := db.w.stmt(ctx, tx, enqueueSQL)
 	if err != nil {
 		return fmt.Errorf("enqueue: %w", err)
@@ -78,6 +86,11 @@ func (db *DB) reviveTx(ctx context.Context, tx *sql.Tx, event int64, now time.Ti
 	if _, err := tx.ExecContext(ctx, reviveLettersSQL+` WHERE event = ? AND revived_at IS NULL`, now.UnixMilli(), event); err != nil {
 		return 0, fmt.Errorf("revive dead letters: %w", err)
 	}
+	// Back in their lanes, behind the heads: the sender asks again, under
+	// the lane's rules (a stale one is skipped).
+	if err := db.enterLanesTx(ctx, tx, `event = ? AND status = 'pending' AND attempts = 0 AND run_at = ?`, []any{event, now.UnixMilli()}, false, now); err != nil {
+		return 0, err
+	}
 	return n, nil
 }
 
@@ -103,10 +116,12 @@ func (db *DB) Claim(ctx context.Context, n int, lease time.Duration, now time.Ti
 		}
 		for rows.Next() {
 			j := &queue.Job{}
-			if err := rows.Scan(&j.Delivery, &j.Event, &j.Target, &j.Attempt, &j.Token); err != nil {
+			var lane sql.NullString
+			if err := rows.Scan(&j.Delivery, &j.Event, &j.Target, &j.Attempt, &j.Token, &lane); err != nil {
 				rows.Close()
 				return err
 			}
+			j.Lane = lane.String
 			jobs = append(jobs, j)
 		}
 		if err := rows.Close(); err != nil {
@@ -370,6 +385,22 @@ func (db *DB) completeFn(ctx context.Context, j *queue.Job, f queue.Finish, now 
 		case f.Dead:
 			query, args = deadSQL, []any{now.UnixMilli(), a.Error, f.Reason, j.Delivery, j.Token}
 		}
+		j.Promoted = false
+		var lane *laneTx
+		var ls queue.LaneState
+		var li queue.LaneItem
+		if j.Lane != "" {
+			// The lane is read before the delivery changes, as the
+			// PostgreSQL engine locks it first.
+			lane = db.laneTx(ctx, tx)
+			var err error
+			if ls, err = lane.LockLane(j.Target, j.Lane); err != nil {
+				return err
+			}
+			if li, err = lane.Item(j.Delivery); err != nil {
+				return err
+			}
+		}
 		st, err := db.w.stmt(ctx, tx, query)
 		if err != nil {
 			return err
@@ -381,6 +412,13 @@ func (db *DB) completeFn(ctx context.Context, j *queue.Job, f queue.Finish, now 
 		n, err := r.RowsAffected()
 		if err != nil {
 			return err
+		}
+		if lane != nil && n == 1 {
+			if l, ok := db.order.lane(j.Target); ok {
+				if j.Promoted, err = queue.AdvanceLane(lane, l, j.Target, j.Lane, ls, li, laneOutcome(f), now); err != nil {
+					return err
+				}
+			}
 		}
 		outcome := a.Outcome
 		if n == 0 {
@@ -427,8 +465,8 @@ func (db *DB) Deliveries(ctx context.Context, events []int64) (map[int64][]queue
 		for i, e := range chunk {
 			args[i] = e
 		}
-		rows, err := db.reader.QueryContext(ctx, `SELECT id, event, target, status, attempts, last_error, dead_reason, run_at, created_at, done_at
-			FROM deliveries WHERE event IN (?`+strings.Repeat(",?", len(chunk)-1)+`) ORDER BY id`, args...)
+		rows, err := db.reader.QueryContext(ctx, `SELECT id, event, target, status, attempts, last_error, dead_reason, run_at, created_at, done_at,
+			coalesce(lane, ''), skip_reason FROM deliveries WHERE event IN (?`+strings.Repeat(",?", len(chunk)-1)+`) ORDER BY id`, args...)
 		if err != nil {
 			return nil, fmt.Errorf("list deliveries: %w", err)
 		}
@@ -436,10 +474,12 @@ func (db *DB) Deliveries(ctx context.Context, events []int64) (map[int64][]queue
 			var d queue.Delivery
 			var runAt, created int64
 			var done sql.NullInt64
-			if err := rows.Scan(&d.ID, &d.Event, &d.Target, &d.Status, &d.Attempts, &d.LastError, &d.DeadReason, &runAt, &created, &done); err != nil {
+			if err := rows.Scan(&d.ID, &d.Event, &d.Target, &d.Status, &d.Attempts, &d.LastError, &d.DeadReason, &runAt, &created, &done,
+				&d.Lane, &d.SkipReason); err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("list deliveries: %w", err)
 			}
+			d.Waiting = runAt == parked
 			d.RunAt, d.CreatedAt = time.UnixMilli(runAt).UTC(), time.UnixMilli(created).UTC()
 			if done.Valid {
 				d.DoneAt = time.UnixMilli(done.Int64).UTC()

@@ -15,6 +15,7 @@ import (
 	"hookbox/dedupe"
 	"hookbox/inbox"
 	"hookbox/metrics"
+	"hookbox/order"
 	"hookbox/queue"
 	"hookbox/view"
 )
@@ -36,6 +37,12 @@ type Engine interface {
 	Replay(ctx context.Context, sel queue.ReplaySelector, now time.Time) (queue.Replayed, error)
 	Backfill(ctx context.Context, sel queue.BackfillSelector, now time.Time) (queue.Backfilled, error)
 	AttemptSpan(ctx context.Context) (first, last time.Time, ok bool, err error)
+	// Lanes (lanes.go)
+	SetOrder(lanes map[string]order.Lane)
+	ReleaseLanes(ctx context.Context, now time.Time) (int64, error)
+	Lanes(ctx context.Context, f queue.LaneFilter) ([]queue.Lane, error)
+	LanePosition(ctx context.Context, delivery int64) (int64, error)
+	LaneStats(ctx context.Context) (queue.LaneStats, error)
 }
 
 // Run runs every behaviour as a subtest, each on a fresh store from open,
@@ -56,6 +63,7 @@ func Run(t *testing.T, open func(t *testing.T) Engine) {
 		{"Alerts", alertTests},
 		{"Recovery", recoveryTests},
 		{"Read", readTests},
+		{"Lanes", laneTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
