@@ -25,6 +25,7 @@ import (
 	"hookbox/inbox"
 	"hookbox/internal/cli"
 	"hookbox/metrics"
+	"hookbox/order"
 	"hookbox/postgres"
 	"hookbox/queue"
 	"hookbox/receiver"
@@ -88,6 +89,8 @@ type Store interface {
 	metrics.Queue
 	QueuedByTarget(ctx context.Context) (map[string]int64, error)
 	Running(ctx context.Context) ([]queue.RunningKey, error)
+	SetOrder(lanes map[string]order.Lane)
+	ReleaseLanes(ctx context.Context, now time.Time) (int64, error)
 	Close() error
 }
 
@@ -137,6 +140,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	// command attempt it started may still run, and must not overlap its
 	// rerun.
 	handlers.StopRunningLeftovers(ctx, m.storeID, m.Store.Running, qlog)
+	if n, err := m.Store.ReleaseLanes(ctx, m.Now()); err != nil {
+		return err
+	} else if n > 0 {
+		qlog.Warn().Int64("deliveries", n).Msg("deliveries waiting in the lanes of targets no longer ordered run now, unordered")
+	}
 	if err := m.Pool.Start(ctx); err != nil {
 		return err
 	}
@@ -170,6 +178,7 @@ func (m *Main) openStore(ctx context.Context) error {
 	} else if err := m.openSQLite(); err != nil {
 		return err
 	}
+	m.Store.SetOrder(m.Config.Lanes())
 	m.Metrics = metrics.New(m.Store, m.Now)
 	if m.DB != nil {
 		m.Metrics.Store = func() metrics.CommitStats {

@@ -360,7 +360,7 @@ func (db *DB) completeFn(j *queue.Job, f queue.Finish, now time.Time, stale *boo
 		n := tag.RowsAffected()
 		if lane != nil && n == 1 {
 			if l, ok := db.order.lane(j.Target); ok {
-				if j.Promoted, err = queue.AdvanceLane(lane, l, j.Target, j.Lane, ls, li, laneOutcome(f), now); err != nil {
+				if j.Promoted, err = queue.AdvanceLane(lane, l, j.Target, j.Lane, ls, li, laneOutcome(f), f.Next, now); err != nil {
 					return err
 				}
 			}

@@ -189,8 +189,11 @@ const (
 // version as the last delivered, and done or dead promote the next
 // waiting delivery (latest and coalesce first skip the stale ones;
 // coalesce runs only the newest and skips the others as superseded, a
-// replayed one going first). It returns whether a delivery became due.
-func AdvanceLane(tx LaneTx, l order.Lane, target, key string, s LaneState, d LaneItem, out LaneOutcome, now time.Time) (bool, error) {
+// replayed one going first). A failed head (retry, due at retryAt) keeps
+// its lane blocked; if a delivery that comes before it arrived while it
+// ran (coalesce: a newer one), that one takes its place, due at retryAt.
+// It returns whether a delivery became due now.
+func AdvanceLane(tx LaneTx, l order.Lane, target, key string, s LaneState, d LaneItem, out LaneOutcome, retryAt, now time.Time) (bool, error) {
 	if s.Head != d.ID {
 		return false, nil // not its lane's head (the target's order changed)
 	}
@@ -200,9 +203,11 @@ func AdvanceLane(tx LaneTx, l order.Lane, target, key string, s LaneState, d Lan
 	case LaneRetrying:
 		if s.BlockedSince.IsZero() {
 			s.BlockedSince = now
-			return false, tx.SaveLane(target, key, s)
 		}
-		return false, nil
+		if err := giveWay(tx, l, target, key, &s, d, retryAt, now); err != nil {
+			return false, err
+		}
+		return false, tx.SaveLane(target, key, s)
 	case LaneDone:
 		if d.Rank != "" {
 			s.LastRank, s.LastVersion = d.Rank, d.Version
@@ -210,6 +215,37 @@ func AdvanceLane(tx LaneTx, l order.Lane, target, key string, s LaneState, d Lan
 		s.LastEvent = d.Event
 	}
 	return PromoteLane(tx, l, target, key, s, now)
+}
+
+// giveWay makes the delivery that should lead the lane instead of d, its
+// failing head, the head, due when d would have been retried.
+func giveWay(tx LaneTx, l order.Lane, target, key string, s *LaneState, d LaneItem, retryAt, now time.Time) error {
+	if d.Forced {
+		return nil
+	}
+	if l.Mode == order.Coalesce {
+		newest, ok, err := tx.Next(target, key, false, true)
+		if err != nil || !ok || newest.Forced || newest.before(d) {
+			return err
+		}
+		if err := tx.Skip(d.ID, supersededReason(newest), now); err != nil {
+			return err
+		}
+		if _, err := tx.SkipWaiting(target, key, newest.ID, supersededReason(newest), now); err != nil {
+			return err
+		}
+		s.Head = newest.ID
+		return tx.Unpark(newest.ID, retryAt)
+	}
+	first, ok, err := tx.Next(target, key, false, false)
+	if err != nil || !ok || !first.before(d) {
+		return err
+	}
+	if err := tx.Park(d.ID); err != nil {
+		return err
+	}
+	s.Head = first.ID
+	return tx.Unpark(first.ID, retryAt)
 }
 
 // PromoteLane makes the lane's next waiting delivery its head (see

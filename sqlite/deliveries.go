@@ -415,7 +415,7 @@ func (db *DB) completeFn(ctx context.Context, j *queue.Job, f queue.Finish, now 
 		}
 		if lane != nil && n == 1 {
 			if l, ok := db.order.lane(j.Target); ok {
-				if j.Promoted, err = queue.AdvanceLane(lane, l, j.Target, j.Lane, ls, li, laneOutcome(f), now); err != nil {
+				if j.Promoted, err = queue.AdvanceLane(lane, l, j.Target, j.Lane, ls, li, laneOutcome(f), f.Next, now); err != nil {
 					return err
 				}
 			}

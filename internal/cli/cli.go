@@ -19,6 +19,7 @@ import (
 
 	"hookbox/config"
 	"hookbox/dedupe"
+	"hookbox/order"
 	"hookbox/postgres"
 	"hookbox/queue"
 	"hookbox/sqlite"
@@ -172,6 +173,8 @@ type Store interface {
 	DeadLetters(ctx context.Context, all bool, limit int) ([]queue.DeadLetter, error)
 	Replay(ctx context.Context, sel queue.ReplaySelector, now time.Time) (queue.Replayed, error)
 	Backfill(ctx context.Context, sel queue.BackfillSelector, now time.Time) (queue.Backfilled, error)
+	view.LaneStore
+	SetOrder(lanes map[string]order.Lane)
 	Close() error
 }
 
@@ -196,6 +199,7 @@ func (e Env) OpenStore(path string) (config.Config, Store, error) {
 		if err != nil {
 			return cfg, nil, err
 		}
+		db.SetOrder(cfg.Lanes()) // a replay queues into the lanes
 		return cfg, db, nil
 	}
 	if _, err := os.Stat(cfg.Store.Path); err != nil {
@@ -207,5 +211,6 @@ func (e Env) OpenStore(path string) (config.Config, Store, error) {
 	if err != nil {
 		return cfg, nil, err
 	}
+	db.SetOrder(cfg.Lanes()) // a replay queues into the lanes
 	return cfg, db, nil
 }

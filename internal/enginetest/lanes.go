@@ -27,6 +27,7 @@ var laneTests = []test{
 	{"A target no longer ordered is released", testLaneRelease},
 	{"Listing, position and stats", testLaneListing},
 	{"Backfill enters lanes", testLaneBackfill},
+	{"A failing head gives way to an earlier one", testLaneGiveWay},
 }
 
 // laneEvent is a new event of resource key at version, received at at.
@@ -528,5 +529,28 @@ func testLaneBackfill(t *testing.T, e Engine) {
 	jobs := claim(t, e, 10, t0)
 	if len(jobs) != 1 {
 		t.Fatalf("claimed %d after backfill, want one (the lane's head)", len(jobs))
+	}
+}
+
+// A delivery that comes before a head whose attempt is running waits; if
+// that attempt fails, it takes the head's place, due when the head would
+// have been retried.
+func testLaneGiveWay(t *testing.T, e Engine) {
+	e.SetOrder(fifo("t"))
+	newer := ingestLane(t, e, "newer", "k", "2", t0, "t")
+	j := claimOne(t, e, t0)
+	older := ingestLane(t, e, "older", "k", "1", t0, "t")
+	retry := t0.Add(time.Minute)
+	complete(t, e, j, finishFailed(j, t0, retry, "503"), t0)
+	if jobs := claim(t, e, 10, retry.Add(-time.Millisecond)); len(jobs) != 0 {
+		t.Fatal("a delivery ran before the failing head's retry time")
+	}
+	j = claimOne(t, e, retry)
+	if j.Event != older {
+		t.Fatalf("claimed %d at the retry time, want the older %d", j.Event, older)
+	}
+	complete(t, e, j, finishOK(j, retry), retry)
+	if j := claimOne(t, e, retry); j.Event != newer {
+		t.Fatalf("claimed %d, want %d", j.Event, newer)
 	}
 }
