@@ -1,6 +1,8 @@
 package config
 
 import (
+	"slices"
+
 	"hookbox/location"
 	"hookbox/order"
 	"hookbox/provider"
@@ -47,13 +49,15 @@ func validateOrder(sc scope, t *Target, sources []Source) {
 	if m == order.None {
 		return
 	}
-	for _, name := range t.SourceNames() {
-		for _, s := range sources {
-			if s.Name == name && s.OrderKey == "" {
-				sc.addf("order", t.Order, "source %q has no order_key (and its preset none): its events would have no lane; set order_key on the source", name)
-			}
+	// A source without a key sends events without a lane (delivered as
+	// they come); a target none of whose sources has one orders nothing.
+	names := t.SourceNames()
+	for _, s := range sources {
+		if slices.Contains(names, s.Name) && s.OrderKey != "" {
+			return
 		}
 	}
+	sc.addf("order", t.Order, "none of the target's sources has an order_key (nor a preset that gives one): its events would have no lane; set order_key (and order_version) on the source")
 }
 
 // Lane is how t orders its deliveries of one order key.
