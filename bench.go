@@ -47,6 +47,8 @@ func (b *benchCmd) run(ctx context.Context, args []string) error {
 	fs.IntVar(&o.Backlog, "backlog", o.Backlog, "e2e mode: `N` queued deliveries to drain")
 	fs.IntVar(&o.BodySize, "body-size", o.BodySize, "request body size in `BYTES` (at least the ~330 of the JSON skeleton)")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "`N` delivery workers (e2e, command); also the raw fork/exec concurrency")
+	fs.StringVar(&o.Order, "order", "none", "e2e mode: the sink target's `ORDER` (none, fifo, latest, coalesce)")
+	fs.IntVar(&o.Keys, "keys", o.Keys, "e2e mode with --order: spread the backlog over `N` order keys (1: one hot key)")
 	fs.BoolVar(&o.JSON, "json", false, "one JSON object a line instead of tables")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the last round's hookbox server to `FILE` (e2e: the hookbox+url server; the backlog drain's to FILE.backlog)")
 	fs.Explain(`Every server runs as a child process on loopback, in alternating rounds; the

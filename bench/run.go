@@ -43,6 +43,12 @@ type Options struct {
 	Workers    int           // delivery workers (ModeE2E, ModeCommand), and the raw fork/exec concurrency
 	JSON       bool          // one JSON object a line on stdout instead of tables
 	CPUProfile string        // if set, where the last round's hookbox server writes a CPU profile (ModeE2E: the hookbox+url server; the backlog drain's to CPUProfile+".backlog")
+	// Order (ModeE2E) is the sink target's order: "" or "none", "fifo",
+	// "latest" or "coalesce". The backlog's events then spread over Keys
+	// order keys, each key's in increasing versions; under load each
+	// event is its own key (its delivery id).
+	Order string
+	Keys  int
 
 	// ServerArgv starts a bench server when followed by "bench-server"
 	// and its flags (`hookbox bench-server`, which hookbox's root package
@@ -55,7 +61,7 @@ type Options struct {
 // no flags, with ServerArgv unset.
 func DefaultOptions() Options {
 	return Options{Mode: ModeIngest, Conns: 64, Duration: 5 * time.Second, Rounds: 3, Rate: 1000,
-		Backlog: 20000, BodySize: 1024, Workers: 4}
+		Backlog: 20000, BodySize: 1024, Workers: 4, Keys: 1000}
 }
 
 // OptionError is an option Run cannot use. Name is the option as `hookbox
@@ -91,6 +97,10 @@ func (o Options) Validate() error {
 		return bad("body-size", "must be 0 to 1048576")
 	case o.Workers < 1 || o.Workers > 256:
 		return bad("workers", "must be 1 to 256")
+	case o.Order != "" && o.Order != "none" && o.Order != "fifo" && o.Order != "latest" && o.Order != "coalesce":
+		return bad("order", fmt.Sprintf("%q: want none, fifo, latest or coalesce", o.Order))
+	case o.Keys < 1:
+		return bad("keys", "must be at least 1")
 	}
 	return nil
 }
@@ -153,7 +163,8 @@ type runner struct {
 	depths  []depthSeries
 	notes   []string
 	metrics *http.Client
-	printed time.Time // when progress last wrote a line (not on a terminal)
+	printed time.Time     // when progress last wrote a line (not on a terminal)
+	maxGap  time.Duration // ordered e2e: the sink's longest idle gap in a backlog drain
 }
 
 // depthSeries is the queue depth sampled during one end-to-end round.
@@ -219,6 +230,9 @@ func (b *runner) endToEnd(ctx context.Context) error {
 	}
 	defer sink.Close()
 	target := fmt.Sprintf("[[target]]\nname = \"sink\"\nsource = \"github\"\nurl = %q\ntimeout = \"10s\"\n", sink.URL())
+	if b.ordered() {
+		target += fmt.Sprintf("order = %q\n", b.Order)
+	}
 	for r := 1; r <= b.Rounds; r++ {
 		path := b.freshStore(r, "ingest")
 		cfg, err := b.writeConfig(r, "ingest", path, "")
@@ -255,6 +269,7 @@ func (b *runner) endToEnd(ctx context.Context) error {
 		}); err != nil {
 			return sinkSaid(err, sink)
 		}
+		b.maxGap = max(b.maxGap, sink.MaxIdleGap())
 	}
 	// The drain is CPU-bound for the machine as a whole: hookbox and the
 	// sink (in this process) share its CPUs. Say what that bound is.
@@ -265,8 +280,15 @@ func (b *runner) endToEnd(ctx context.Context) error {
 			own, peer, cpus(), float64(cpus())*1e6/(own+peer)))
 	}
 	b.machineNote("backlog")
+	if b.ordered() {
+		b.notes = append(b.notes, fmt.Sprintf("backlog drain: order = %q over %d keys; the sink's longest wait between one delivery's answer and the next delivery, while none ran: %.2f ms (the longest of the rounds)",
+			b.Order, min(b.Keys, b.Backlog), float64(b.maxGap.Microseconds())/1000))
+	}
 	return nil
 }
+
+// ordered reports whether the e2e sink target orders its deliveries.
+func (b *runner) ordered() bool { return b.Order != "" && b.Order != "none" }
 
 // machineNote says how busy the machine's CPUs were during server's drains
 // (medians over the rounds): idle time is room the drain left unused;
