@@ -467,6 +467,7 @@ func TestOrder_PostgresThreeServes(t *testing.T) {
 	target := newLaneTarget(t)
 	target.Delay = 2 * time.Millisecond
 	var addrs []string
+	var procs []*serveProc
 	for range 3 {
 		dir := t.TempDir()
 		addr := freeAddr(t)
@@ -474,7 +475,7 @@ func TestOrder_PostgresThreeServes(t *testing.T) {
 		writeFile(t, cfg, fmt.Sprintf("[server]\nlisten = %q\n[store]\nurl_env = \"HOOKBOX_DATABASE_URL\"\n", addr)+
 			laneDelivery(8, "50ms")+resourceSource+laneTargetConfig("billing", "fifo", target.URL))
 		out := &syncBuffer{}
-		launchServeEnv(t, addr, out, []string{"HOOKBOX_DATABASE_URL=" + dbURL}, bin, "serve", "--config", cfg, "--log-format", "json")
+		procs = append(procs, launchServeEnv(t, addr, out, []string{"HOOKBOX_DATABASE_URL=" + dbURL}, bin, "serve", "--config", cfg, "--log-format", "json"))
 		addrs = append(addrs, addr)
 	}
 	ups := updates(10, 30, 3)
@@ -502,6 +503,16 @@ func TestOrder_PostgresThreeServes(t *testing.T) {
 	for _, u := range ups {
 		if seen[u.ID] != 1 {
 			t.Errorf("update %s delivered %d times, want 1", u.ID, seen[u.ID])
+		}
+	}
+	// Stopped as an operator stops them, their transactions ended, before
+	// the schema goes.
+	for _, p := range procs {
+		p.stop(t, syscall.SIGTERM, 15*time.Second)
+		// Lanes are locked in one order by every transaction: none waits
+		// for another in a cycle.
+		if out := p.output.String(); strings.Contains(out, "40P01") {
+			t.Errorf("a serve met a deadlock:\n%s", out)
 		}
 	}
 }

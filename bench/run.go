@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -163,8 +165,8 @@ type runner struct {
 	depths  []depthSeries
 	notes   []string
 	metrics *http.Client
-	printed time.Time     // when progress last wrote a line (not on a terminal)
-	maxGap  time.Duration // ordered e2e: the sink's longest idle gap in a backlog drain
+	printed time.Time       // when progress last wrote a line (not on a terminal)
+	gaps    []time.Duration // ordered e2e: the sink's idle gaps in the backlog drains
 }
 
 // depthSeries is the queue depth sampled during one end-to-end round.
@@ -269,7 +271,7 @@ func (b *runner) endToEnd(ctx context.Context) error {
 		}); err != nil {
 			return sinkSaid(err, sink)
 		}
-		b.maxGap = max(b.maxGap, sink.MaxIdleGap())
+		b.gaps = append(b.gaps, sink.IdleGaps()...)
 	}
 	// The drain is CPU-bound for the machine as a whole: hookbox and the
 	// sink (in this process) share its CPUs. Say what that bound is.
@@ -280,9 +282,11 @@ func (b *runner) endToEnd(ctx context.Context) error {
 			own, peer, cpus(), float64(cpus())*1e6/(own+peer)))
 	}
 	b.machineNote("backlog")
-	if b.ordered() {
-		b.notes = append(b.notes, fmt.Sprintf("backlog drain: order = %q over %d keys; the sink's longest wait between one delivery's answer and the next delivery, while none ran: %.2f ms (the longest of the rounds)",
-			b.Order, min(b.Keys, b.Backlog), float64(b.maxGap.Microseconds())/1000))
+	if b.ordered() && len(b.gaps) > 0 {
+		slices.Sort(b.gaps)
+		ms := func(q float64) float64 { return float64(b.gaps[int(q*float64(len(b.gaps)-1))].Microseconds()) / 1000 }
+		b.notes = append(b.notes, fmt.Sprintf("backlog drain: order = %q over %d keys; the sink's waits between one delivery's answer and the next while none ran (one lane's idle time): %d, median %.2f ms, p99 %.2f ms, longest %.2f ms, %d over 5 ms",
+			b.Order, min(b.Keys, b.Backlog), len(b.gaps), ms(0.5), ms(0.99), ms(1), len(b.gaps)-sort.Search(len(b.gaps), func(i int) bool { return b.gaps[i] > 5*time.Millisecond })))
 	}
 	return nil
 }

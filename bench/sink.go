@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -30,7 +31,7 @@ type Sink struct {
 	// to the next request while none ran (one lane's idle time).
 	running int
 	ended   time.Time
-	maxGap  time.Duration
+	gaps    []time.Duration // each such wait, up to maxGaps
 
 	ln      net.Listener
 	connMu  sync.Mutex
@@ -112,8 +113,8 @@ func (s *Sink) serve(c net.Conn) {
 func (s *Sink) record(id string) {
 	now := time.Now()
 	s.mu.Lock()
-	if s.running == 0 && !s.ended.IsZero() {
-		s.maxGap = max(s.maxGap, now.Sub(s.ended))
+	if s.running == 0 && !s.ended.IsZero() && len(s.gaps) < maxGaps {
+		s.gaps = append(s.gaps, now.Sub(s.ended))
 	}
 	s.running++
 	if _, ok := s.seen[id]; !ok {
@@ -181,12 +182,15 @@ func (s *Sink) answered() {
 	s.mu.Unlock()
 }
 
-// MaxIdleGap is the longest the sink waited, since Reset, from answering
-// a delivery to the next one while it held none.
-func (s *Sink) MaxIdleGap() time.Duration {
+// maxGaps bounds the idle gaps a sink keeps.
+const maxGaps = 1 << 20
+
+// IdleGaps are the sink's waits, since Reset, from answering a delivery
+// to the next one while it held none, sorted.
+func (s *Sink) IdleGaps() []time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.maxGap
+	return slices.Sorted(slices.Values(s.gaps))
 }
 
 // Refused returns why the sink first refused a request, or nil.
@@ -210,7 +214,7 @@ func (s *Sink) Reset() {
 	defer s.mu.Unlock()
 	s.seen = map[string]struct{}{}
 	s.last = time.Time{}
-	s.ended, s.maxGap = time.Time{}, 0
+	s.ended, s.gaps = time.Time{}, nil
 }
 
 // Close stops the sink and closes its connections.

@@ -337,7 +337,7 @@ func (db *DB) completeFn(j *queue.Job, f queue.Finish, now time.Time, stale *boo
 		case f.Dead:
 			query, args = deadSQL, []any{ms(now), a.Error, f.Reason, j.Delivery, j.Token}
 		}
-		j.Promoted = false
+		j.Promoted, j.Next = false, nil
 		var lane *laneTx
 		var ls queue.LaneState
 		var li queue.LaneItem
@@ -360,9 +360,16 @@ func (db *DB) completeFn(j *queue.Job, f queue.Finish, now time.Time, stale *boo
 		n := tag.RowsAffected()
 		if lane != nil && n == 1 {
 			if l, ok := db.order.lane(j.Target); ok {
-				if j.Promoted, err = queue.AdvanceLane(lane, l, j.Target, j.Lane, ls, li, laneOutcome(f), f.Next, now); err != nil {
+				next, err := queue.AdvanceLane(lane, l, j.Target, j.Lane, ls, li, laneOutcome(f), f.Next, now)
+				if err != nil {
 					return err
 				}
+				if next != 0 && f.Lease > 0 {
+					if j.Next, err = claimOneTx(ctx, tx, next, f.Lease, now); err != nil {
+						return err
+					}
+				}
+				j.Promoted = next != 0 && j.Next == nil
 			}
 		}
 		outcome := a.Outcome
@@ -421,4 +428,24 @@ func (db *DB) Deliveries(ctx context.Context, events []int64) (map[int64][]queue
 		return nil, fmt.Errorf("list deliveries: %w", err)
 	}
 	return out, nil
+}
+
+// claimOneTx claims delivery id for lease inside tx, as a claim does, with
+// its event, or returns nil if it is not due.
+func claimOneTx(ctx context.Context, tx pgx.Tx, id int64, lease time.Duration, now time.Time) (*queue.Job, error) {
+	j := &queue.Job{}
+	err := tx.QueryRow(ctx, `UPDATE deliveries SET status = 'running', attempts = attempts + 1, run_at = $1, lease_token = nextval('lease_tokens')
+		WHERE id = $2 AND status IN ('pending', 'retrying') AND run_at <= $3
+		RETURNING id, event, target, attempts, lease_token, coalesce(lane, '')`, ms(now.Add(lease)), id, ms(now)).
+		Scan(&j.Delivery, &j.Event, &j.Target, &j.Attempt, &j.Token, &j.Lane)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim delivery %d: %w", id, err)
+	}
+	if err := loadEvents(ctx, tx, []*queue.Job{j}); err != nil {
+		return nil, err
+	}
+	return j, nil
 }

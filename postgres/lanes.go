@@ -58,7 +58,14 @@ func (db *DB) SetOrder(lanes map[string]order.Lane) {
 }
 
 const (
-	enqueueLaneSQL = `INSERT INTO deliveries (event, target, status, run_at, created_at, lane, rank) VALUES ($1, $2, 'pending', ` + parkedSQL + `, $3, $4, $5) RETURNING id`
+	enqueueLaneSQL = `INSERT INTO deliveries (event, target, status, run_at, created_at, lane, rank) VALUES ($1, $2, 'pending', $3, $4, $5, $6) RETURNING id`
+	// leadLaneSQL makes a new delivery its lane's head in one statement
+	// where the lane is new, or empty and the delivery not stale (the
+	// stale test applies when $5 is true); it changes no row otherwise,
+	// and holds the lane's lock either way.
+	leadLaneSQL = `INSERT INTO lanes AS l (target, key, head, held_since) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (target, key) DO UPDATE SET head = EXCLUDED.head, held_since = EXCLUDED.held_since, blocked_since = NULL
+		WHERE l.head IS NULL AND (NOT $5 OR $6 = '' OR l.last_rank = '' OR $6 > l.last_rank)`
 	// DO UPDATE, not DO NOTHING: it locks the row, new or not.
 	lockLaneSQL = `INSERT INTO lanes AS l (target, key) VALUES ($1, $2) ON CONFLICT (target, key) DO UPDATE SET target = l.target
 		RETURNING coalesce(head, 0), last_rank, last_version, last_event, blocked_since, held_since`
@@ -191,12 +198,21 @@ func (db *DB) enqueueLanesTx(ctx context.Context, tx pgx.Tx, event int64, key, r
 	lt := &laneTx{ctx: ctx, tx: tx}
 	for _, t := range ordered {
 		l, _ := db.order.lane(t)
-		// The lane first: its lock comes before any of its deliveries'.
-		if _, err := lt.LockLane(t, key); err != nil {
-			return nil, err
-		}
+		// A new row, which no other transaction can hold, then the lane's
+		// lock, before any other delivery of the lane.
 		var id int64
-		if err := tx.QueryRow(ctx, enqueueLaneSQL, event, t, ms(now), key, rank).Scan(&id); err != nil {
+		if err := tx.QueryRow(ctx, enqueueLaneSQL, event, t, ms(queue.HeadAt(l, now)), ms(now), key, rank).Scan(&id); err != nil {
+			return nil, fmt.Errorf("enqueue %s: %w", t, err)
+		}
+		// The usual case first: a new or empty lane, which it leads.
+		tag, err := tx.Exec(ctx, leadLaneSQL, t, key, id, ms(now), l.Mode.SkipsStale(), rank)
+		if err != nil {
+			return nil, fmt.Errorf("enqueue %s in lane %s: %w", t, key, err)
+		}
+		if tag.RowsAffected() == 1 {
+			continue
+		}
+		if err := lt.Park(id); err != nil {
 			return nil, fmt.Errorf("enqueue %s: %w", t, err)
 		}
 		if _, err := queue.EnterLane(lt, l, t, key, id, now); err != nil {

@@ -125,8 +125,8 @@ func EnterLane(tx LaneTx, l order.Lane, target, key string, id int64, now time.T
 		// An empty lane (or one whose head was finished without the lane
 		// knowing: a replay of it): d leads.
 		at := now
-		if l.Mode == order.Coalesce && l.Wait > 0 && !d.Forced {
-			at = now.Add(l.Wait)
+		if !d.Forced {
+			at = HeadAt(l, now)
 		}
 		return true, setHead(tx, target, key, s, d, at, now)
 	case h.Running:
@@ -156,6 +156,17 @@ func EnterLane(tx LaneTx, l order.Lane, target, key string, id int64, now time.T
 		return true, setHead(tx, target, key, s, d, now, now)
 	}
 	return false, tx.Park(d.ID)
+}
+
+// HeadAt is when a new delivery that leads an empty lane is due: now, or,
+// coalescing, once its wait for newer ones has passed. An engine may queue
+// a new delivery as its lane's head at HeadAt in one step (its lane
+// empty, and the delivery not stale) rather than through EnterLane.
+func HeadAt(l order.Lane, now time.Time) time.Time {
+	if l.Mode == order.Coalesce && l.Wait > 0 {
+		return now.Add(l.Wait)
+	}
+	return now
 }
 
 func earlier(a, b time.Time) time.Time {
@@ -192,22 +203,22 @@ const (
 // replayed one going first). A failed head (retry, due at retryAt) keeps
 // its lane blocked; if a delivery that comes before it arrived while it
 // ran (coalesce: a newer one), that one takes its place, due at retryAt.
-// It returns whether a delivery became due now.
-func AdvanceLane(tx LaneTx, l order.Lane, target, key string, s LaneState, d LaneItem, out LaneOutcome, retryAt, now time.Time) (bool, error) {
+// It returns the delivery that became due now, or 0.
+func AdvanceLane(tx LaneTx, l order.Lane, target, key string, s LaneState, d LaneItem, out LaneOutcome, retryAt, now time.Time) (int64, error) {
 	if s.Head != d.ID {
-		return false, nil // not its lane's head (the target's order changed)
+		return 0, nil // not its lane's head (the target's order changed)
 	}
 	switch out {
 	case LaneReleased:
-		return false, nil
+		return 0, nil
 	case LaneRetrying:
 		if s.BlockedSince.IsZero() {
 			s.BlockedSince = now
 		}
 		if err := giveWay(tx, l, target, key, &s, d, retryAt, now); err != nil {
-			return false, err
+			return 0, err
 		}
-		return false, tx.SaveLane(target, key, s)
+		return 0, tx.SaveLane(target, key, s)
 	case LaneDone:
 		if d.Rank != "" {
 			s.LastRank, s.LastVersion = d.Rank, d.Version
@@ -248,36 +259,37 @@ func giveWay(tx LaneTx, l order.Lane, target, key string, s *LaneState, d LaneIt
 	return tx.Unpark(first.ID, retryAt)
 }
 
-// PromoteLane makes the lane's next waiting delivery its head (see
-// AdvanceLane), or leaves it empty, and saves s.
-func PromoteLane(tx LaneTx, l order.Lane, target, key string, s LaneState, now time.Time) (bool, error) {
+// PromoteLane makes the lane's next waiting delivery its head, due now
+// (see AdvanceLane), or leaves the lane empty, saves s, and returns the
+// new head or 0.
+func PromoteLane(tx LaneTx, l order.Lane, target, key string, s LaneState, now time.Time) (int64, error) {
 	s.Head, s.BlockedSince, s.HeldSince = 0, time.Time{}, time.Time{}
 	if l.Mode.SkipsStale() && s.LastRank != "" {
 		if _, err := tx.SkipStale(target, key, s.LastRank, staleReason(s), now); err != nil {
-			return false, err
+			return 0, err
 		}
 	}
 	next, ok, err := tx.Next(target, key, l.Mode == order.Coalesce, false)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
 	if !ok && l.Mode == order.Coalesce {
 		if next, ok, err = tx.Next(target, key, false, true); err != nil {
-			return false, err
+			return 0, err
 		}
 		if ok {
 			if _, err := tx.SkipWaiting(target, key, next.ID, supersededReason(next), now); err != nil {
-				return false, err
+				return 0, err
 			}
 		}
 	}
 	if ok {
 		s.Head, s.HeldSince = next.ID, now
 		if err := tx.Unpark(next.ID, now); err != nil {
-			return false, err
+			return 0, err
 		}
 	}
-	return ok, tx.SaveLane(target, key, s)
+	return s.Head, tx.SaveLane(target, key, s)
 }
 
 // Lane is a lane as `hookbox lanes` shows it.

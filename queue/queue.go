@@ -77,6 +77,9 @@ type Job struct {
 	// Promoted is set by the completion that made the next delivery of
 	// the job's lane due: the pool claims again at once.
 	Promoted bool
+	// Next is the next delivery of the job's lane, claimed by the
+	// completion that made it due (Finish.Lease), for the caller to run.
+	Next *Job
 }
 
 // Attempt is the record of one finished attempt.
@@ -99,6 +102,9 @@ type Finish struct {
 	Reason   string    // with Dead: why before the attempt limit ("permanent: exit 65"); "" at the limit
 	Release  bool      // interrupted by shutdown: due again at once, attempt not counted
 	AlertDue bool      // with Dead: queue an alert
+	// Lease, for a job of a lane, lets the completion claim the lane's
+	// next delivery, if it makes one due, under this lease (Job.Next).
+	Lease time.Duration
 }
 
 // ErrStale is returned by Complete when the job's lease was taken over: the

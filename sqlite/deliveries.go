@@ -385,20 +385,19 @@ func (db *DB) completeFn(ctx context.Context, j *queue.Job, f queue.Finish, now 
 		case f.Dead:
 			query, args = deadSQL, []any{now.UnixMilli(), a.Error, f.Reason, j.Delivery, j.Token}
 		}
-		j.Promoted = false
+		j.Promoted, j.Next = false, nil
 		var lane *laneTx
 		var ls queue.LaneState
 		var li queue.LaneItem
 		if j.Lane != "" {
-			// The lane is read before the delivery changes, as the
-			// PostgreSQL engine locks it first.
+			// The lane and the item, before the delivery changes.
 			lane = db.laneTx(ctx, tx)
+			var ok bool
 			var err error
-			if ls, err = lane.LockLane(j.Target, j.Lane); err != nil {
+			if ls, li, ok, err = lane.completing(j); err != nil {
 				return err
-			}
-			if li, err = lane.Item(j.Delivery); err != nil {
-				return err
+			} else if !ok {
+				lane = nil
 			}
 		}
 		st, err := db.w.stmt(ctx, tx, query)
@@ -415,9 +414,16 @@ func (db *DB) completeFn(ctx context.Context, j *queue.Job, f queue.Finish, now 
 		}
 		if lane != nil && n == 1 {
 			if l, ok := db.order.lane(j.Target); ok {
-				if j.Promoted, err = queue.AdvanceLane(lane, l, j.Target, j.Lane, ls, li, laneOutcome(f), f.Next, now); err != nil {
+				next, err := queue.AdvanceLane(lane, l, j.Target, j.Lane, ls, li, laneOutcome(f), f.Next, now)
+				if err != nil {
 					return err
 				}
+				if next != 0 && f.Lease > 0 {
+					if j.Next, err = db.claimOneTx(ctx, tx, next, f.Lease, now); err != nil {
+						return err
+					}
+				}
+				j.Promoted = next != 0 && j.Next == nil
 			}
 		}
 		outcome := a.Outcome
@@ -491,4 +497,32 @@ func (db *DB) Deliveries(ctx context.Context, events []int64) (map[int64][]queue
 		}
 	}
 	return out, nil
+}
+
+// claimOneSQL claims one due delivery, as claimSQL does.
+const claimOneSQL = `UPDATE deliveries SET status = 'running', attempts = attempts + 1, run_at = ?, lease_token = abs(random())
+	WHERE id = ? AND (status = 'pending' OR status = 'retrying') AND run_at <= ?
+	RETURNING id, event, target, attempts, lease_token, lane`
+
+// claimOneTx claims delivery id for lease inside tx, with its event, or
+// returns nil if it is not due.
+func (db *DB) claimOneTx(ctx context.Context, tx *sql.Tx, id int64, lease time.Duration, now time.Time) (*queue.Job, error) {
+	st, err := db.w.stmt(ctx, tx, claimOneSQL)
+	if err != nil {
+		return nil, err
+	}
+	j := &queue.Job{}
+	var lane sql.NullString
+	err = st.QueryRowContext(ctx, now.Add(lease).UnixMilli(), id, now.UnixMilli()).Scan(&j.Delivery, &j.Event, &j.Target, &j.Attempt, &j.Token, &lane)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim delivery %d: %w", id, err)
+	}
+	j.Lane = lane.String
+	if err := db.loadEvents(ctx, tx, []*queue.Job{j}); err != nil {
+		return nil, err
+	}
+	return j, nil
 }

@@ -53,14 +53,21 @@ func (db *DB) SetOrder(lanes map[string]order.Lane) {
 }
 
 const (
-	enqueueLaneSQL = `INSERT INTO deliveries (event, target, status, run_at, created_at, lane, rank) VALUES (?, ?, 'pending', ` + parkedSQL + `, ?, ?, ?)`
-	lockLaneSQL    = `INSERT INTO lanes (target, key) VALUES (?, ?) ON CONFLICT (target, key) DO NOTHING`
-	readLaneSQL    = `SELECT coalesce(head, 0), last_rank, last_version, last_event, blocked_since, held_since FROM lanes WHERE target = ? AND key = ?`
-	saveLaneSQL    = `UPDATE lanes SET head = nullif(?, 0), last_rank = ?, last_version = ?, last_event = ?, blocked_since = ?, held_since = ? WHERE target = ? AND key = ?`
-	laneItemSQL    = `SELECT d.event, d.rank, coalesce(e.order_version, ''), d.forced, d.status FROM deliveries d JOIN events e ON e.id = d.event WHERE d.id = ?`
-	parkSQL        = `UPDATE deliveries SET run_at = ` + parkedSQL + ` WHERE id = ? AND (status = 'pending' OR status = 'retrying')`
-	unparkSQL      = `UPDATE deliveries SET run_at = ? WHERE id = ? AND (status = 'pending' OR status = 'retrying')`
-	skipSQL        = `UPDATE deliveries SET status = 'skipped', skip_reason = ?, done_at = ?, run_at = ?, forced = 0 WHERE id = ? AND (status = 'pending' OR status = 'retrying')`
+	enqueueLaneSQL = `INSERT INTO deliveries (event, target, status, run_at, created_at, lane, rank) VALUES (?, ?, 'pending', ?, ?, ?, ?)`
+	// leadLaneSQL makes a new delivery its lane's head in one statement
+	// where the lane is new, or empty and the delivery not stale (the
+	// stale test applies when the fifth value is 1); it changes no row
+	// otherwise.
+	leadLaneSQL = `INSERT INTO lanes (target, key, head, held_since) VALUES (?, ?, ?, ?)
+		ON CONFLICT (target, key) DO UPDATE SET head = excluded.head, held_since = excluded.held_since, blocked_since = NULL
+		WHERE lanes.head IS NULL AND (? = 0 OR ? = '' OR lanes.last_rank = '' OR ? > lanes.last_rank)`
+	lockLaneSQL = `INSERT INTO lanes (target, key) VALUES (?, ?) ON CONFLICT (target, key) DO NOTHING`
+	readLaneSQL = `SELECT coalesce(head, 0), last_rank, last_version, last_event, blocked_since, held_since FROM lanes WHERE target = ? AND key = ?`
+	saveLaneSQL = `UPDATE lanes SET head = nullif(?, 0), last_rank = ?, last_version = ?, last_event = ?, blocked_since = ?, held_since = ? WHERE target = ? AND key = ?`
+	laneItemSQL = `SELECT d.event, d.rank, coalesce(e.order_version, ''), d.forced, d.status FROM deliveries d JOIN events e ON e.id = d.event WHERE d.id = ?`
+	parkSQL     = `UPDATE deliveries SET run_at = ` + parkedSQL + ` WHERE id = ? AND (status = 'pending' OR status = 'retrying')`
+	unparkSQL   = `UPDATE deliveries SET run_at = ? WHERE id = ? AND (status = 'pending' OR status = 'retrying')`
+	skipSQL     = `UPDATE deliveries SET status = 'skipped', skip_reason = ?, done_at = ?, run_at = ?, forced = 0 WHERE id = ? AND (status = 'pending' OR status = 'retrying')`
 	// waitingSQL is the condition of a lane's waiting deliveries, through
 	// deliveries_lane.
 	waitingSQL   = `target = ? AND lane = ? AND run_at = ` + parkedSQL + ` AND (status = 'pending' OR status = 'retrying')`
@@ -68,9 +75,17 @@ const (
 		WHERE ` + waitingSQL + ` AND forced = 0 AND rank != '' AND rank <= ?`
 	skipWaitingSQL = `UPDATE deliveries SET status = 'skipped', skip_reason = ?, done_at = ?, run_at = ?, forced = 0
 		WHERE ` + waitingSQL + ` AND forced = 0 AND id != ?`
-	nextSQL       = `SELECT id FROM deliveries INDEXED BY deliveries_lane WHERE ` + waitingSQL + ` ORDER BY rank, id LIMIT 1`
-	nextForcedSQL = `SELECT id FROM deliveries INDEXED BY deliveries_lane WHERE ` + waitingSQL + ` AND forced = 1 ORDER BY rank, id LIMIT 1`
-	nextNewestSQL = `SELECT id FROM deliveries INDEXED BY deliveries_lane WHERE ` + waitingSQL + ` ORDER BY rank DESC, id DESC LIMIT 1`
+	// The next ones read the item with it, as laneItemSQL does: one
+	// statement a promotion.
+	nextSelect    = `SELECT d.id, d.event, d.rank, coalesce((SELECT order_version FROM events e WHERE e.id = d.event), ''), d.forced, d.status FROM deliveries d INDEXED BY deliveries_lane WHERE `
+	nextSQL       = nextSelect + waitingSQL + ` ORDER BY rank, id LIMIT 1`
+	nextForcedSQL = nextSelect + waitingSQL + ` AND forced = 1 ORDER BY rank, id LIMIT 1`
+	nextNewestSQL = nextSelect + waitingSQL + ` ORDER BY rank DESC, id DESC LIMIT 1`
+	// completeLaneSQL reads, for a completion, the lane of a running
+	// delivery (made when it was queued) and the delivery's item.
+	completeLaneSQL = `SELECT coalesce(l.head, 0), l.last_rank, l.last_version, l.last_event, l.blocked_since, l.held_since,
+		d.event, d.rank, coalesce(e.order_version, ''), d.forced, d.status
+		FROM deliveries d JOIN events e ON e.id = d.event JOIN lanes l ON l.target = d.target AND l.key = d.lane WHERE d.id = ?`
 )
 
 // laneTx is queue.LaneTx on one of the writer's transactions.
@@ -201,14 +216,38 @@ func (t *laneTx) Next(target, key string, forced, newest bool) (queue.LaneItem, 
 	if err != nil {
 		return queue.LaneItem{}, false, err
 	}
-	var id int64
-	if err := row.Scan(&id); errors.Is(err, sql.ErrNoRows) {
+	var it queue.LaneItem
+	var status string
+	if err := row.Scan(&it.ID, &it.Event, &it.Rank, &it.Version, &it.Forced, &status); errors.Is(err, sql.ErrNoRows) {
 		return queue.LaneItem{}, false, nil
 	} else if err != nil {
 		return queue.LaneItem{}, false, fmt.Errorf("next of lane %s/%s: %w", target, key, err)
 	}
-	it, err := t.Item(id)
-	return it, err == nil, err
+	it.Queued = true // waiting: pending or retrying
+	return it, true, nil
+}
+
+// completing reads the lane of job j and j's item, for its completion;
+// ok is false if the lane is gone.
+func (t *laneTx) completing(j *queue.Job) (s queue.LaneState, it queue.LaneItem, ok bool, err error) {
+	row, err := t.queryRow(completeLaneSQL, j.Delivery)
+	if err != nil {
+		return s, it, false, err
+	}
+	var blocked, held sql.NullInt64
+	var status string
+	err = row.Scan(&s.Head, &s.LastRank, &s.LastVersion, &s.LastEvent, &blocked, &held, &it.Event, &it.Rank, &it.Version, &it.Forced, &status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return s, it, false, nil
+	}
+	if err != nil {
+		return s, it, false, fmt.Errorf("lane of delivery %d: %w", j.Delivery, err)
+	}
+	s.BlockedSince, s.HeldSince = timeOf(blocked), timeOf(held)
+	it.ID = j.Delivery
+	it.Running = status == queue.Running
+	it.Queued = it.Running || status == queue.Pending || status == queue.Retrying
+	return s, it, true, nil
 }
 
 // enqueueLanesTx queues event's deliveries to the ordered targets, each in
@@ -229,12 +268,25 @@ func (db *DB) enqueueLanesTx(ctx context.Context, tx *sql.Tx, event int64, key, 
 		if lt == nil {
 			lt = db.laneTx(ctx, tx)
 		}
-		r, err := lt.exec(enqueueLaneSQL, event, t, now.UnixMilli(), key, rank)
+		r, err := lt.exec(enqueueLaneSQL, event, t, queue.HeadAt(l, now).UnixMilli(), now.UnixMilli(), key, rank)
 		if err != nil {
 			return nil, fmt.Errorf("enqueue %s: %w", t, err)
 		}
 		id, err := r.LastInsertId()
 		if err != nil {
+			return nil, fmt.Errorf("enqueue %s: %w", t, err)
+		}
+		// The usual case first: a new or empty lane, which it leads.
+		r, err = lt.exec(leadLaneSQL, t, key, id, now.UnixMilli(), l.Mode.SkipsStale(), rank, rank)
+		if err != nil {
+			return nil, fmt.Errorf("enqueue %s in lane %s: %w", t, key, err)
+		}
+		if n, err := r.RowsAffected(); err != nil {
+			return nil, fmt.Errorf("enqueue %s in lane %s: %w", t, key, err)
+		} else if n == 1 {
+			continue
+		}
+		if err := lt.Park(id); err != nil {
 			return nil, fmt.Errorf("enqueue %s: %w", t, err)
 		}
 		if _, err := queue.EnterLane(lt, l, t, key, id, now); err != nil {

@@ -28,6 +28,7 @@ var laneTests = []test{
 	{"Listing, position and stats", testLaneListing},
 	{"Backfill enters lanes", testLaneBackfill},
 	{"A failing head gives way to an earlier one", testLaneGiveWay},
+	{"A completion hands the next delivery over", testLaneHandOff},
 }
 
 // laneEvent is a new event of resource key at version, received at at.
@@ -553,4 +554,36 @@ func testLaneGiveWay(t *testing.T, e Engine) {
 	if j := claimOne(t, e, retry); j.Event != newer {
 		t.Fatalf("claimed %d, want %d", j.Event, newer)
 	}
+}
+
+// A completion given a lease claims the delivery it makes due for its
+// caller, with its event: nothing else can claim it.
+func testLaneHandOff(t *testing.T, e Engine) {
+	e.SetOrder(fifo("t"))
+	ingestLane(t, e, "a", "k", "1", t0, "t")
+	b := ingestLane(t, e, "b", "k", "2", t0, "t")
+	j := claimOne(t, e, t0)
+	f := finishOK(j, t0)
+	f.Lease = time.Minute
+	complete(t, e, j, f, t0)
+	next := j.Next
+	if next == nil || next.Event != b || next.Lane != "k" || next.Attempt != 1 || string(next.Body) != `{"id":"b"}` {
+		t.Fatalf("handed over %+v, want event %d's delivery, attempt 1, with its body", next, b)
+	}
+	if j.Promoted {
+		t.Fatal("a handed-over delivery is reported for a claim too")
+	}
+	if jobs := claim(t, e, 10, t0); len(jobs) != 0 {
+		t.Fatalf("claimed %d, want none: the next one is held", len(jobs))
+	}
+	if d := deliveryTo(t, e, b, "t"); d.Status != queue.Running {
+		t.Fatalf("handed-over delivery is %s, want running", d.Status)
+	}
+	f = finishOK(next, t0)
+	f.Lease = time.Minute
+	complete(t, e, next, f, t0)
+	if next.Next != nil || next.Promoted {
+		t.Fatal("the lane's last completion handed something over")
+	}
+	wantStatus(t, e, b, "t", queue.Done, "")
 }
