@@ -516,3 +516,38 @@ func TestOrder_PostgresThreeServes(t *testing.T) {
 		}
 	}
 }
+
+// A version that is neither a number nor an RFC 3339 time is logged and
+// kept as found, and orders by receipt; an event without a key has no
+// lane and is delivered as it comes.
+func TestOrder_UnreadableVersionAndNoKey(t *testing.T) {
+	target := newLaneTarget(t)
+	tm := MustRunMain(t, laneDelivery(2, "100ms")+resourceSource+laneTargetConfig("billing", "latest", target.URL), "")
+	for _, b := range []struct{ id, body string }{
+		{"e1", `{"key":"k","v":"soon"}`},
+		{"e2", `{"key":"k","v":"2026-12-01T10:00:00Z"}`},
+		{"e3", `{"v":3}`},
+	} {
+		if code, body, err := post(tm.URL+"/hooks/res", map[string]string{"X-Id": b.id, "X-Type": "t"}, []byte(b.body)); err != nil || code != 200 {
+			t.Fatalf("post %s: %d %s %v", b.id, code, body, err)
+		}
+	}
+	waitFor(t, 10*time.Second, "3 deliveries", func() bool { return len(target.Hits()) == 3 })
+	if !strings.Contains(tm.Logs.String(), "is neither a number nor an RFC 3339 time: ordered by receipt") {
+		t.Errorf("no warning about the unreadable version in the log:\n%s", tm.Logs.String())
+	}
+	out := cliRun(t, tm.Dir, "event", "1")
+	if !strings.Contains(out, "version:      soon (neither a number nor an RFC 3339 time: ordered by receipt)") {
+		t.Errorf("hookbox event 1:\n%s\nwant the unreadable version shown", out)
+	}
+	lines := jsonLines[map[string]any](t, cliRun(t, tm.Dir, "events", "--json"))
+	for _, l := range lines {
+		_, hasKey := l["order_key"]
+		if want := l["event_id"] != "e3"; hasKey != want {
+			t.Errorf("event %v: order_key present %v, want %v", l["event_id"], hasKey, want)
+		}
+	}
+	if got := cliRun(t, tm.Dir, "events", "--key", "k"); strings.Count(got, "\n") != 3 {
+		t.Errorf("events --key k:\n%s\nwant a header and 2 events", got)
+	}
+}

@@ -392,6 +392,7 @@ func (db *DB) completeFn(ctx context.Context, j *queue.Job, f queue.Finish, now 
 		if j.Lane != "" {
 			// The lane and the item, before the delivery changes.
 			lane = db.laneTx(ctx, tx)
+			lane.hold = f.Lease > 0
 			var ok bool
 			var err error
 			if ls, li, ok, err = lane.completing(j); err != nil {
@@ -418,10 +419,17 @@ func (db *DB) completeFn(ctx context.Context, j *queue.Job, f queue.Finish, now 
 				if err != nil {
 					return err
 				}
-				if next != 0 && f.Lease > 0 {
+				if next != 0 && f.Lease > 0 && lane.held == next && !lane.heldAt.After(now) {
+					// Claimed for the caller straight from where it waited.
 					if j.Next, err = db.claimOneTx(ctx, tx, next, f.Lease, now); err != nil {
 						return err
 					}
+					if j.Next != nil {
+						lane.held = 0
+					}
+				}
+				if err := lane.flush(); err != nil {
+					return err
 				}
 				j.Promoted = next != 0 && j.Next == nil
 			}
@@ -501,11 +509,12 @@ func (db *DB) Deliveries(ctx context.Context, events []int64) (map[int64][]queue
 
 // claimOneSQL claims one due delivery, as claimSQL does.
 const claimOneSQL = `UPDATE deliveries SET status = 'running', attempts = attempts + 1, run_at = ?, lease_token = abs(random())
-	WHERE id = ? AND (status = 'pending' OR status = 'retrying') AND run_at <= ?
+	WHERE id = ? AND (status = 'pending' OR status = 'retrying') AND (run_at <= ? OR run_at = ` + parkedSQL + `)
 	RETURNING id, event, target, attempts, lease_token, lane`
 
 // claimOneTx claims delivery id for lease inside tx, with its event, or
-// returns nil if it is not due.
+// returns nil if it is neither due nor parked (the lane logic made it its
+// lane's head: the caller holds back its unpark).
 func (db *DB) claimOneTx(ctx context.Context, tx *sql.Tx, id int64, lease time.Duration, now time.Time) (*queue.Job, error) {
 	st, err := db.w.stmt(ctx, tx, claimOneSQL)
 	if err != nil {

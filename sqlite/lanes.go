@@ -75,9 +75,10 @@ const (
 		WHERE ` + waitingSQL + ` AND forced = 0 AND rank != '' AND rank <= ?`
 	skipWaitingSQL = `UPDATE deliveries SET status = 'skipped', skip_reason = ?, done_at = ?, run_at = ?, forced = 0
 		WHERE ` + waitingSQL + ` AND forced = 0 AND id != ?`
-	// The next ones read the item with it, as laneItemSQL does: one
-	// statement a promotion.
-	nextSelect    = `SELECT d.id, d.event, d.rank, coalesce((SELECT order_version FROM events e WHERE e.id = d.event), ''), d.forced, d.status FROM deliveries d INDEXED BY deliveries_lane WHERE `
+	// The next ones read the item with it, as laneItemSQL does but for
+	// the version (only a completing delivery's is used): one statement
+	// a promotion.
+	nextSelect    = `SELECT d.id, d.event, d.rank, '', d.forced, d.status FROM deliveries d INDEXED BY deliveries_lane WHERE `
 	nextSQL       = nextSelect + waitingSQL + ` ORDER BY rank, id LIMIT 1`
 	nextForcedSQL = nextSelect + waitingSQL + ` AND forced = 1 ORDER BY rank, id LIMIT 1`
 	nextNewestSQL = nextSelect + waitingSQL + ` ORDER BY rank DESC, id DESC LIMIT 1`
@@ -93,6 +94,12 @@ type laneTx struct {
 	db  *DB
 	ctx context.Context
 	tx  *sql.Tx
+	// With hold, Unpark keeps its last delivery back (held, heldAt) for
+	// the caller to claim instead, or to let go (flush): one write of the
+	// row rather than two.
+	hold   bool
+	held   int64
+	heldAt time.Time
 }
 
 func (db *DB) laneTx(ctx context.Context, tx *sql.Tx) *laneTx {
@@ -179,7 +186,25 @@ func (t *laneTx) Park(id int64) error {
 }
 
 func (t *laneTx) Unpark(id int64, at time.Time) error {
+	if t.hold {
+		if err := t.flush(); err != nil {
+			return err
+		}
+		t.held, t.heldAt = id, at
+		return nil
+	}
 	_, err := t.exec(unparkSQL, at.UnixMilli(), id)
+	return err
+}
+
+// flush writes the unpark held back, if any.
+func (t *laneTx) flush() error {
+	if t.held == 0 {
+		return nil
+	}
+	id := t.held
+	t.held = 0
+	_, err := t.exec(unparkSQL, t.heldAt.UnixMilli(), id)
 	return err
 }
 
