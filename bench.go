@@ -65,6 +65,7 @@ runs the same load with wrk.`)
 	modes := map[string][]string{
 		"rate": {bench.ModeRate}, "prefill": {bench.ModeIngest, bench.ModeRate}, "backlog": {bench.ModeE2E},
 		"workers": {bench.ModeE2E, bench.ModeCommand}, "conns": {bench.ModeIngest, bench.ModeRate, bench.ModeE2E},
+		"order": {bench.ModeE2E}, "keys": {bench.ModeE2E},
 	}
 	var unused error
 	fs.Visit(func(f *flag.Flag) {
