@@ -49,6 +49,8 @@ func (b *benchCmd) run(ctx context.Context, args []string) error {
 	fs.IntVar(&o.Workers, "workers", o.Workers, "`N` delivery workers (e2e, command); also the raw fork/exec concurrency")
 	fs.StringVar(&o.Compare, "compare", "", "ingest and rate modes: also load the receiver at `URL` (on loopback) in every round, with the same requests")
 	fs.IntVar(&o.ComparePID, "compare-pid", 0, "the --compare receiver's process `ID`, to measure its CPU and memory too")
+	fs.StringVar(&o.Order, "order", "none", "e2e mode: the sink target's `ORDER` (none, fifo, latest, coalesce)")
+	fs.IntVar(&o.Keys, "keys", o.Keys, "e2e mode with --order: spread the backlog over `N` order keys (1: one hot key)")
 	fs.BoolVar(&o.JSON, "json", false, "one JSON object a line instead of tables")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the last round's hookbox server to `FILE` (e2e: the hookbox+url server; the backlog drain's to FILE.backlog)")
 	fs.Explain(`Every server runs as a child process on loopback, in alternating rounds; the
@@ -69,6 +71,7 @@ X-GitHub-Delivery each, signed in X-Hub-Signature-256 with the secret
 		"rate": {bench.ModeRate}, "prefill": {bench.ModeIngest, bench.ModeRate}, "backlog": {bench.ModeE2E},
 		"workers": {bench.ModeE2E, bench.ModeCommand}, "conns": {bench.ModeIngest, bench.ModeRate, bench.ModeE2E},
 		"compare": {bench.ModeIngest, bench.ModeRate}, "compare-pid": {bench.ModeIngest, bench.ModeRate},
+		"order": {bench.ModeE2E}, "keys": {bench.ModeE2E},
 	}
 	var unused error
 	fs.Visit(func(f *flag.Flag) {

@@ -75,6 +75,17 @@ func (c *EventCommand) print(e view.Detail) {
 		fmt.Fprintf(w, ", %d with a different body", e.Conflicts)
 	}
 	fmt.Fprintln(w)
+	if e.OrderKey != "" {
+		fmt.Fprintf(w, "  order key:    %s\n", p(e.OrderKey))
+		switch {
+		case e.OrderVersion == "":
+			fmt.Fprintln(w, "  version:      - (none found: ordered by receipt)")
+		case e.VersionUnreadable:
+			fmt.Fprintf(w, "  version:      %s (neither a number nor an RFC 3339 time: ordered by receipt)\n", p(e.OrderVersion))
+		default:
+			fmt.Fprintf(w, "  version:      %s\n", p(e.OrderVersion))
+		}
+	}
 	if e.Swept {
 		fmt.Fprintln(w, "  payload and headers removed by retention")
 	}
@@ -95,6 +106,15 @@ func (c *EventCommand) print(e view.Detail) {
 		fmt.Fprintf(w, "  %s: %s after %d attempt(s)", d.Target, d.Status, d.Attempts)
 		if d.DeadReason != "" {
 			fmt.Fprintf(w, " (%s)", p(d.DeadReason))
+		}
+		if d.Reason != "" {
+			fmt.Fprintf(w, " (%s)", p(d.Reason))
+		}
+		switch {
+		case d.LanePosition == 1:
+			fmt.Fprintf(w, ", head of lane %s", p(d.Lane))
+		case d.LanePosition > 1:
+			fmt.Fprintf(w, ", waiting in lane %s at place %d (behind %d)", p(d.Lane), d.LanePosition, d.LanePosition-1)
 		}
 		if d.NextAt != "" {
 			fmt.Fprintf(w, ", next at %s", d.NextAt)

@@ -26,6 +26,7 @@ func (c *EventsCommand) Run(ctx context.Context, args []string) error {
 	path := fs.String("config", "", "config `FILE` (default $HOOKBOX_CONFIG)")
 	source := fs.String("source", "", "only this `SOURCE`")
 	status := fs.String("status", "", "only events with a delivery in this `STATUS` (pending, running, retrying, paused, done, dead, skipped)")
+	key := fs.String("key", "", "only events of this order `KEY` (the resource its source's order_key names)")
 	limit := fs.Int("limit", 50, "at most `N` events (0: all)")
 	asJSON := fs.Bool("json", false, "one JSON object a line")
 	if err := fs.Parse(args, 0); err != nil {
@@ -46,7 +47,7 @@ func (c *EventsCommand) Run(ctx context.Context, args []string) error {
 	defer db.Close()
 	// A page at a time, newest first: --limit 0 on a store of millions
 	// streams rather than loading every event.
-	filter := dedupe.Filter{Source: *source, Status: *status}
+	filter := dedupe.Filter{Source: *source, Status: *status, Key: *key}
 	total := 0
 	var tw *tabwriter.Writer
 	if !*asJSON {
@@ -98,7 +99,7 @@ func (c *EventsCommand) Run(ctx context.Context, args []string) error {
 	switch {
 	case more:
 		fmt.Fprintf(c.Stderr, "the newest %s shown; more match: --limit N shows more, --limit 0 all\n", cli.Count(total, "event"))
-	case total == 0 && (*source != "" || *status != ""):
+	case total == 0 && (*source != "" || *status != "" || *key != ""):
 		fmt.Fprintln(c.Stderr, "no events match")
 	case total == 0:
 		fmt.Fprintln(c.Stderr, "no events stored yet")

@@ -32,6 +32,7 @@ func commands() []entry {
 		{name: "replay", summary: replaySummary, new: func(e cli.Env) command { return &ReplayCommand{e} }},
 		{name: "pause", summary: pauseSummary, new: func(e cli.Env) command { return &PauseCommand{e} }},
 		{name: "resume", summary: resumeSummary, new: func(e cli.Env) command { return &ResumeCommand{e} }},
+		{name: "lanes", summary: lanesSummary, new: func(e cli.Env) command { return &LanesCommand{e} }},
 		{name: "fire", summary: fireSummary, new: func(e cli.Env) command { return &FireCommand{e} }},
 		{name: "presets", summary: presetsSummary, new: func(e cli.Env) command { return &PresetsCommand{e} }},
 		{name: "bench", summary: benchSummary, new: func(e cli.Env) command { return &BenchCommand{e} }},

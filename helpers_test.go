@@ -309,10 +309,21 @@ func launchServe(tb testing.TB, addr string, stdout *syncBuffer, stderr io.Write
 // launchServeIn is launchServe in the working directory dir ("": this one).
 func launchServeIn(tb testing.TB, dir, addr string, stdout *syncBuffer, stderr io.Writer, args ...string) *serveProc {
 	tb.Helper()
+	return launchServeWith(tb, dir, addr, stdout, stderr, nil, args...)
+}
+
+// launchServeEnv is launchServe with env added to the environment.
+func launchServeEnv(tb testing.TB, addr string, output *syncBuffer, env []string, args ...string) *serveProc {
+	tb.Helper()
+	return launchServeWith(tb, "", addr, output, output, env, args...)
+}
+
+func launchServeWith(tb testing.TB, dir, addr string, stdout *syncBuffer, stderr io.Writer, env []string, args ...string) *serveProc {
+	tb.Helper()
 	p := &serveProc{addr: addr, output: stdout, exited: make(chan struct{})}
 	p.cmd = exec.Command(args[0], args[1:]...)
 	p.cmd.Dir = dir
-	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	p.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...)
 	p.cmd.Stdout, p.cmd.Stderr = stdout, stderr
 	if err := p.cmd.Start(); err != nil {
 		tb.Fatalf("start serve: %v", err)

@@ -29,6 +29,7 @@ import (
 	"hookbox/internal/cli"
 	"hookbox/leader"
 	"hookbox/metrics"
+	"hookbox/order"
 	"hookbox/postgres"
 	"hookbox/queue"
 	"hookbox/receiver"
@@ -120,6 +121,8 @@ type Store interface {
 	// pause, resume); queue.Store's Paused lists the paused targets.
 	Pause(ctx context.Context, target string, now time.Time) (queue.PauseResult, error)
 	Resume(ctx context.Context, target string, now time.Time) (queue.PauseResult, error)
+	SetOrder(lanes map[string]order.Lane)
+	ReleaseLanes(ctx context.Context, now time.Time) (int64, error)
 	Close() error
 }
 
@@ -174,6 +177,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	// command attempt it started may still run, and must not overlap its
 	// rerun.
 	handlers.StopRunningLeftovers(ctx, m.storeID, m.Store.Running, qlog)
+	if n, err := m.Store.ReleaseLanes(ctx, m.Now()); err != nil {
+		return err
+	} else if n > 0 {
+		qlog.Warn().Int64("deliveries", n).Msg("deliveries waiting in the lanes of targets no longer ordered run now, unordered")
+	}
 	if m.PG != nil {
 		m.listen(ctx)
 	}
@@ -251,6 +259,7 @@ func (m *Main) openStore(ctx context.Context) error {
 	} else if err := m.openSQLite(); err != nil {
 		return err
 	}
+	m.Store.SetOrder(m.Config.Lanes())
 	m.Metrics = metrics.New(m.Store, m.Now)
 	if m.DB != nil {
 		m.Metrics.Store = func() metrics.CommitStats {

@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -51,6 +53,12 @@ type Options struct {
 	// RSS are then measured as a child's are.
 	Compare    string
 	ComparePID int
+	// Order (ModeE2E) is the sink target's order: "" or "none", "fifo",
+	// "latest" or "coalesce". The backlog's events then spread over Keys
+	// order keys, each key's in increasing versions; under load each
+	// event is its own key (its delivery id).
+	Order string
+	Keys  int
 
 	// ServerArgv starts a bench server when followed by "bench-server"
 	// and its flags (`hookbox bench-server`, which hookbox's root package
@@ -63,7 +71,7 @@ type Options struct {
 // no flags, with ServerArgv unset.
 func DefaultOptions() Options {
 	return Options{Mode: ModeIngest, Conns: 64, Duration: 5 * time.Second, Rounds: 3, Rate: 1000,
-		Backlog: 20000, BodySize: 1024, Workers: 4}
+		Backlog: 20000, BodySize: 1024, Workers: 4, Keys: 1000}
 }
 
 // OptionError is an option Run cannot use. Name is the option as `hookbox
@@ -99,6 +107,10 @@ func (o Options) Validate() error {
 		return bad("body-size", "must be 0 to 1048576")
 	case o.Workers < 1 || o.Workers > 256:
 		return bad("workers", "must be 1 to 256")
+	case o.Order != "" && o.Order != "none" && o.Order != "fifo" && o.Order != "latest" && o.Order != "coalesce":
+		return bad("order", fmt.Sprintf("%q: want none, fifo, latest or coalesce", o.Order))
+	case o.Keys < 1:
+		return bad("keys", "must be at least 1")
 	case o.Compare != "" && o.Mode != ModeIngest && o.Mode != ModeRate:
 		return bad("compare", "applies to --mode ingest or rate")
 	case o.ComparePID < 0 || (o.ComparePID > 0 && o.Compare == ""):
@@ -184,7 +196,8 @@ type runner struct {
 	depths  []depthSeries
 	notes   []string
 	metrics *http.Client
-	printed time.Time // when progress last wrote a line (not on a terminal)
+	printed time.Time       // when progress last wrote a line (not on a terminal)
+	gaps    []time.Duration // ordered e2e: the sink's idle gaps in the backlog drains
 }
 
 // depthSeries is the queue depth sampled during one end-to-end round.
@@ -258,6 +271,9 @@ func (b *runner) endToEnd(ctx context.Context) error {
 	}
 	defer sink.Close()
 	target := fmt.Sprintf("[[target]]\nname = \"sink\"\nsource = \"github\"\nurl = %q\ntimeout = \"10s\"\n", sink.URL())
+	if b.ordered() {
+		target += fmt.Sprintf("order = %q\n", b.Order)
+	}
 	for r := 1; r <= b.Rounds; r++ {
 		path := b.freshStore(r, "ingest")
 		cfg, err := b.writeConfig(r, "ingest", path, "")
@@ -294,6 +310,7 @@ func (b *runner) endToEnd(ctx context.Context) error {
 		}); err != nil {
 			return sinkSaid(err, sink)
 		}
+		b.gaps = append(b.gaps, sink.IdleGaps()...)
 	}
 	// The drain is CPU-bound for the machine as a whole: hookbox and the
 	// sink (in this process) share its CPUs. Say what that bound is.
@@ -304,8 +321,17 @@ func (b *runner) endToEnd(ctx context.Context) error {
 			own, peer, cpus(), float64(cpus())*1e6/(own+peer)))
 	}
 	b.machineNote("backlog")
+	if b.ordered() && len(b.gaps) > 0 {
+		slices.Sort(b.gaps)
+		ms := func(q float64) float64 { return float64(b.gaps[int(q*float64(len(b.gaps)-1))].Microseconds()) / 1000 }
+		b.notes = append(b.notes, fmt.Sprintf("backlog drain: order = %q over %d keys; the sink's waits between one delivery's answer and the next while none ran (one lane's idle time): %d, median %.2f ms, p99 %.2f ms, longest %.2f ms, %d over 5 ms",
+			b.Order, min(b.Keys, b.Backlog), len(b.gaps), ms(0.5), ms(0.99), ms(1), len(b.gaps)-sort.Search(len(b.gaps), func(i int) bool { return b.gaps[i] > 5*time.Millisecond })))
+	}
 	return nil
 }
+
+// ordered reports whether the e2e sink target orders its deliveries.
+func (b *runner) ordered() bool { return b.Order != "" && b.Order != "none" }
 
 // machineNote says how busy the machine's CPUs were during server's drains
 // (medians over the rounds): idle time is room the drain left unused;

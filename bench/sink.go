@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -25,6 +26,12 @@ type Sink struct {
 	mu   sync.Mutex
 	seen map[string]struct{}
 	last time.Time
+	// running counts the requests being read or answered; ended is when
+	// the last one was answered, maxGap the longest wait from an answer
+	// to the next request while none ran (one lane's idle time).
+	running int
+	ended   time.Time
+	gaps    []time.Duration // each such wait, up to maxGaps
 
 	ln      net.Listener
 	connMu  sync.Mutex
@@ -95,7 +102,9 @@ func (s *Sink) serve(c net.Conn) {
 			return
 		}
 		s.record(id)
-		if _, err := c.Write(sinkOK); err != nil || !keepAlive {
+		_, err = c.Write(sinkOK)
+		s.answered()
+		if err != nil || !keepAlive {
 			return
 		}
 	}
@@ -104,6 +113,10 @@ func (s *Sink) serve(c net.Conn) {
 func (s *Sink) record(id string) {
 	now := time.Now()
 	s.mu.Lock()
+	if s.running == 0 && !s.ended.IsZero() && len(s.gaps) < maxGaps {
+		s.gaps = append(s.gaps, now.Sub(s.ended))
+	}
+	s.running++
 	if _, ok := s.seen[id]; !ok {
 		s.seen[id] = struct{}{}
 		s.last = now
@@ -161,6 +174,25 @@ func readSinkRequest(br *bufio.Reader) (id string, keepAlive bool, err error) {
 	return string(source) + ":" + string(event), keepAlive, nil
 }
 
+func (s *Sink) answered() {
+	now := time.Now()
+	s.mu.Lock()
+	s.running--
+	s.ended = now
+	s.mu.Unlock()
+}
+
+// maxGaps bounds the idle gaps a sink keeps.
+const maxGaps = 1 << 20
+
+// IdleGaps are the sink's waits, since Reset, from answering a delivery
+// to the next one while it held none, sorted.
+func (s *Sink) IdleGaps() []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(slices.Values(s.gaps))
+}
+
 // Refused returns why the sink first refused a request, or nil.
 func (s *Sink) Refused() error {
 	s.connMu.Lock()
@@ -182,6 +214,7 @@ func (s *Sink) Reset() {
 	defer s.mu.Unlock()
 	s.seen = map[string]struct{}{}
 	s.last = time.Time{}
+	s.ended, s.gaps = time.Time{}, nil
 }
 
 // Close stops the sink and closes its connections.

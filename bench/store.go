@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"hookbox/dedupe"
+	"hookbox/order"
 	"hookbox/sqlite"
 )
 
@@ -46,6 +47,13 @@ func (b *runner) fill(ctx context.Context, path string, events int, targets []st
 	if err != nil {
 		return err
 	}
+	if b.ordered() {
+		lanes := map[string]order.Lane{}
+		for _, t := range targets {
+			lanes[t] = order.Lane{Mode: order.Mode(b.Order)}
+		}
+		db.SetOrder(lanes)
+	}
 	prefix := b.runID + "-fill-" + filepath.Base(filepath.Dir(path))
 	now := time.Now()
 	const batch = 5000
@@ -58,10 +66,16 @@ func (b *runner) fill(ctx context.Context, path string, events int, targets []st
 			id := prefix + "-" + strconv.Itoa(i)
 			headers := b.req.Header.Clone()
 			headers.Set(IDHeader, id)
-			evs = append(evs, &dedupe.Event{
+			ev := &dedupe.Event{
 				Source: "github", EventID: id, Type: "push", ReceivedAt: now,
 				ContentType: "application/json", Headers: headers, Body: b.req.Body,
-			})
+			}
+			if b.ordered() {
+				// Round robin over the keys, each key's versions rising.
+				ev.OrderKey, ev.OrderVersion = "key-"+strconv.Itoa(i%b.Keys), strconv.Itoa(i)
+				ev.OrderRank, _ = order.Rank(ev.OrderVersion)
+			}
+			evs = append(evs, ev)
 		}
 		_, err := db.IngestEvents(ctx, evs, targets)
 		if err != nil {
@@ -109,11 +123,20 @@ workers = %d
 name = "github"
 verify = "github"
 secret = %q
-
-%s`, storePath, b.Workers, Secret, targets)
+%s
+%s`, storePath, b.Workers, Secret, b.orderKey(), targets)
 	path := filepath.Join(b.dir, fmt.Sprintf("r%d-%s.toml", round, name))
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		return "", err
 	}
 	return path, nil
+}
+
+// orderKey is the source's order_key line under an ordered target: each
+// request's delivery id, as the load's bodies are all alike.
+func (b *runner) orderKey() string {
+	if !b.ordered() {
+		return ""
+	}
+	return `order_key = "header:` + IDHeader + `"` + "\n"
 }

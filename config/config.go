@@ -160,6 +160,13 @@ type Source struct {
 	// Silence, when set, fires an alarm when no event (new or a
 	// duplicate) arrived from the source for this long.
 	Silence Duration `toml:"silence"`
+	// OrderKey and OrderVersion say where an event names the resource it
+	// is about and that resource's version (a number or an RFC 3339 time,
+	// higher = newer), in the location grammar ("header:"/"json:" only);
+	// "" = the preset's, or none. The key makes an event's lane at an
+	// ordered target.
+	OrderKey     string `toml:"order_key"`
+	OrderVersion string `toml:"order_version"`
 
 	// Secrets holds the resolved secrets: the Secret values followed by the
 	// values of the SecretEnv variables, in order. Never log it.
@@ -185,6 +192,12 @@ type Target struct {
 	// receiving service verifies hookbox and never holds a provider's
 	// secret. More than one signs with each: a rotation.
 	SignSecretEnv StringList `toml:"sign_secret_env"`
+	// Order is how the target's deliveries of one order key (a lane) are
+	// ordered: "none" (default), "fifo", "latest" or "coalesce" (package
+	// order). CoalesceWait (coalesce only) holds a lane's fresh head that
+	// long for newer events.
+	Order        string   `toml:"order"`
+	CoalesceWait Duration `toml:"coalesce_wait"`
 	// SignSecrets holds the resolved SignSecretEnv values. Never log it.
 	SignSecrets []string `toml:"-"`
 	// Refetch keys: deliver the resource's current state, fetched from

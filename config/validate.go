@@ -409,6 +409,7 @@ func validateSource(sc scope, s *Source, getenv func(string) string) {
 			s.EventType = loc.Spec()
 		}
 	}
+	validateOrderKeys(sc, s, p)
 }
 
 // schemesWhere returns the names of the providers for which keep is true.
@@ -448,16 +449,18 @@ func oneOf(choices []string) string {
 // keys and the event locations.
 func (s Source) ProviderOptions() provider.Options {
 	return provider.Options{
-		Scheme:    s.Verify,
-		Secrets:   s.Secrets,
-		Tolerance: s.Tolerance.D(),
-		Header:    s.Header,
-		Algorithm: s.Algorithm,
-		Encoding:  s.Encoding,
-		Prefix:    s.Prefix,
-		EventID:   s.EventID,
-		EventType: s.EventType,
-		PublicURL: s.PublicURL,
+		Scheme:       s.Verify,
+		Secrets:      s.Secrets,
+		Tolerance:    s.Tolerance.D(),
+		Header:       s.Header,
+		Algorithm:    s.Algorithm,
+		Encoding:     s.Encoding,
+		Prefix:       s.Prefix,
+		EventID:      s.EventID,
+		EventType:    s.EventType,
+		PublicURL:    s.PublicURL,
+		OrderKey:     s.OrderKey,
+		OrderVersion: s.OrderVersion,
 	}
 }
 
@@ -572,4 +575,5 @@ func validateTarget(sc scope, t *Target, sources []Source, getenv func(string) s
 	if t.Concurrency < 0 {
 		sc.add("concurrency", strconv.Itoa(t.Concurrency), "must not be negative (0 = no limit)")
 	}
+	validateOrder(sc, t, sources)
 }

@@ -27,6 +27,10 @@ type Event struct {
 	ContentType string
 	Headers     http.Header
 	Body        []byte
+	// OrderKey is the resource the event is about ("" = none: no lane),
+	// OrderVersion its version as found, OrderRank the version's
+	// comparable form (package order; "" when missing or unreadable).
+	OrderKey, OrderVersion, OrderRank string
 }
 
 // Result says what storing an event did.
@@ -68,4 +72,6 @@ type Filter struct {
 	// No index serves it: a listing walks events newest first until it
 	// has Limit of them.
 	IDContains string
+	// Key keeps the events of one order key ("" = any).
+	Key string
 }

@@ -77,6 +77,7 @@ func (i *Ingester) Ingest(ctx context.Context, e *receiver.Event) (receiver.Resu
 		ContentType: e.ContentType,
 		Headers:     e.Headers,
 		Body:        e.Body,
+		OrderKey:    e.OrderKey, OrderVersion: e.OrderVersion, OrderRank: e.OrderRank,
 	}
 	// Routed before the write, outside the store's one writer; a
 	// redelivery's targets are not looked at.

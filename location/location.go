@@ -1,5 +1,6 @@
 // Package location is the grammar of where a value is in a webhook
-// request, as a source's event_id and event_type say it: "header:Name",
+// request, as a source's event_id, event_type, order_key and order_version
+// say it: "header:Name",
 // "json:a.b.c" (a segment of digits indexes an array: "json:0.id"),
 // "body-sha256" (an id only) or "auto", alone or as alternatives separated
 // by commas and tried in order.
@@ -31,6 +32,9 @@ type Field uint8
 const (
 	ID Field = iota
 	Type
+	// Order is an order_key or order_version: "header:" and "json:" only,
+	// and a miss is ErrNotFound (the event has no lane, or no version).
+	Order
 )
 
 // Location says where in a request a value is found. Several alternatives
@@ -71,6 +75,9 @@ func Parse(spec string, f Field) (Location, error) {
 		case a == "":
 			return nil, errors.New("empty alternative (" + want + ")")
 		case a == "auto":
+			if f == Order {
+				return nil, errors.New(`"auto" is only for event_id and event_type (want "header:Name" or "json:a.b.c")`)
+			}
 			p.kind = auto
 		case a == "body-sha256":
 			if f != ID {

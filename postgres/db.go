@@ -75,6 +75,7 @@ type DB struct {
 	channel  string        // the notification channel of this schema
 	kick     chan struct{} // Wake's requests to the notifier
 	notified chan struct{} // closed once the notifier has ended
+	order    orderConfig   // lanes.go
 }
 
 // Open connects to the database at url (postgres://…), checks the

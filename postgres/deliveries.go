@@ -35,7 +35,7 @@ const (
 		FROM (SELECT id, run_at FROM deliveries WHERE ` + dueCondition + ` AND run_at <= $2 AND id <> ALL ($3::bigint[])
 			ORDER BY run_at, id LIMIT $4 FOR UPDATE SKIP LOCKED) due
 		WHERE d.id = due.id
-		RETURNING d.id, d.event, d.target, d.attempts, d.lease_token, due.run_at`
+		RETURNING d.id, d.event, d.target, d.attempts, d.lease_token, due.run_at, coalesce(d.lane, '')`
 	loadEventsSQL = `SELECT id, source, event_id, type, received_at, content_type, body, swept_at IS NOT NULL FROM events
 		WHERE id = ANY ($1::bigint[])`
 	renewSQL   = `UPDATE deliveries SET run_at = $1 WHERE id = $2 AND lease_token = $3 AND status = 'running'`
@@ -54,8 +54,13 @@ const (
 const unclaimSQL = `UPDATE deliveries SET status = CASE WHEN attempts <= 1 THEN 'pending' ELSE 'retrying' END,
 	attempts = greatest(attempts - 1, 0), run_at = $1 WHERE id = $2 AND lease_token = $3 AND status = 'running'`
 
-// enqueueTx adds one pending delivery per target for event, inside tx.
-func enqueueTx(ctx context.Context, tx pgx.Tx, event int64, targets []string, now time.Time) error {
+// enqueueTx adds one pending delivery per target for event, inside tx:
+// those to ordered targets in the lane of the event's key.
+func (db *DB) enqueueTx(ctx context.Context, tx pgx.Tx, event int64, key, rank string, targets []string, now time.Time) error {
+	targets, err := db.enqueueLanesTx(ctx, tx, event, key, rank, targets, now)
+	if err != nil || len(targets) == 0 {
+		return err
+	}
 	if _, err := tx.Exec(ctx, enqueueSQL, event, targets, ms(now)); err != nil {
 		return fmt.Errorf("enqueue: %w", err)
 	}
@@ -65,7 +70,7 @@ func enqueueTx(ctx context.Context, tx pgx.Tx, event int64, targets []string, no
 // reviveTx puts event's dead deliveries back to pending with their attempts
 // reset (the sender asks again), and marks their dead letters revived.
 // Done and queued deliveries are untouched. It returns how many it revived.
-func reviveTx(ctx context.Context, tx pgx.Tx, event int64, now time.Time) (int64, error) {
+func (db *DB) reviveTx(ctx context.Context, tx pgx.Tx, event int64, now time.Time) (int64, error) {
 	tag, err := tx.Exec(ctx, reviveSet+` WHERE event = $2 AND status = 'dead'`, ms(now), event)
 	if err != nil {
 		return 0, fmt.Errorf("revive deliveries: %w", err)
@@ -75,6 +80,11 @@ func reviveTx(ctx context.Context, tx pgx.Tx, event int64, now time.Time) (int64
 	}
 	if _, err := tx.Exec(ctx, reviveLettersSet+` WHERE event = $2 AND revived_at IS NULL`, ms(now), event); err != nil {
 		return 0, fmt.Errorf("revive dead letters: %w", err)
+	}
+	// Back in their lanes, behind the heads: the sender asks again, under
+	// the lane's rules (a stale one is skipped).
+	if err := db.enterLanesTx(ctx, tx, `event = $1 AND status = 'pending' AND attempts = 0 AND run_at = $2`, []any{event, ms(now)}, false, now); err != nil {
+		return 0, err
 	}
 	return tag.RowsAffected(), nil
 }
@@ -96,7 +106,7 @@ func (db *DB) Claim(ctx context.Context, n int, lease time.Duration, now time.Ti
 		for rows.Next() {
 			j := &queue.Job{}
 			var at int64
-			if err := rows.Scan(&j.Delivery, &j.Event, &j.Target, &j.Attempt, &j.Token, &at); err != nil {
+			if err := rows.Scan(&j.Delivery, &j.Event, &j.Target, &j.Attempt, &j.Token, &at, &j.Lane); err != nil {
 				rows.Close()
 				return err
 			}
@@ -272,7 +282,7 @@ func (db *DB) Renew(ctx context.Context, jobs []*queue.Job, lease time.Duration,
 // lease was taken over: then only the attempt log changed.
 func (db *DB) Complete(ctx context.Context, j *queue.Job, f queue.Finish, now time.Time) error {
 	var stale bool
-	err := db.write(ctx, completeFn(j, f, now, &stale))
+	err := db.write(ctx, db.completeFn(j, f, now, &stale))
 	return completeErr(j, err, stale)
 }
 
@@ -289,7 +299,7 @@ func (db *DB) CompleteAsync(ctx context.Context, j *queue.Job, f queue.Finish, n
 	go func() {
 		defer db.async.Done()
 		var stale bool
-		err := db.writeLocked(ctx, completeFn(j, f, now, &stale))
+		err := db.writeLocked(ctx, db.completeFn(j, f, now, &stale))
 		done(completeErr(j, err, stale))
 	}()
 	return nil
@@ -305,7 +315,7 @@ func completeErr(j *queue.Job, err error, stale bool) error {
 	return nil
 }
 
-func completeFn(j *queue.Job, f queue.Finish, now time.Time, stale *bool) func(context.Context, pgx.Tx) error {
+func (db *DB) completeFn(j *queue.Job, f queue.Finish, now time.Time, stale *bool) func(context.Context, pgx.Tx) error {
 	return func(ctx context.Context, tx pgx.Tx) error {
 		*stale = false
 		a := f.Attempt
@@ -318,11 +328,41 @@ func completeFn(j *queue.Job, f queue.Finish, now time.Time, stale *bool) func(c
 		case f.Dead:
 			query, args = deadSQL, []any{ms(now), a.Error, f.Reason, j.Delivery, j.Token}
 		}
+		j.Promoted, j.Next = false, nil
+		var lane *laneTx
+		var ls queue.LaneState
+		var li queue.LaneItem
+		if j.Lane != "" {
+			// The lane's lock first, as every transaction of a lane takes
+			// it before any of the lane's deliveries.
+			lane = &laneTx{ctx: ctx, tx: tx}
+			var err error
+			if ls, err = lane.LockLane(j.Target, j.Lane); err != nil {
+				return err
+			}
+			if li, err = lane.Item(j.Delivery); err != nil {
+				return err
+			}
+		}
 		tag, err := tx.Exec(ctx, query, args...)
 		if err != nil {
 			return err
 		}
 		n := tag.RowsAffected()
+		if lane != nil && n == 1 {
+			if l, ok := db.order.lane(j.Target); ok {
+				next, err := queue.AdvanceLane(lane, l, j.Target, j.Lane, ls, li, laneOutcome(f), f.Next, now)
+				if err != nil {
+					return err
+				}
+				if next != 0 && f.Lease > 0 {
+					if j.Next, err = claimOneTx(ctx, tx, next, f.Lease, now); err != nil {
+						return err
+					}
+				}
+				j.Promoted = next != 0 && j.Next == nil
+			}
+		}
 		outcome := a.Outcome
 		if n == 0 {
 			outcome = "stale"
@@ -357,8 +397,8 @@ func completeFn(j *queue.Job, f queue.Finish, now time.Time, stale *bool) func(c
 // Deliveries returns the deliveries of the given events, keyed by event.
 func (db *DB) Deliveries(ctx context.Context, events []int64) (map[int64][]queue.Delivery, error) {
 	out := make(map[int64][]queue.Delivery, len(events))
-	rows, err := db.pool.Query(ctx, `SELECT id, event, target, status, attempts, last_error, dead_reason, run_at, created_at, done_at
-		FROM deliveries WHERE event = ANY ($1::bigint[]) ORDER BY id`, ids(events))
+	rows, err := db.pool.Query(ctx, `SELECT id, event, target, status, attempts, last_error, dead_reason, run_at, created_at, done_at,
+		coalesce(lane, ''), skip_reason FROM deliveries WHERE event = ANY ($1::bigint[]) ORDER BY id`, ids(events))
 	if err != nil {
 		return nil, fmt.Errorf("list deliveries: %w", err)
 	}
@@ -367,9 +407,11 @@ func (db *DB) Deliveries(ctx context.Context, events []int64) (map[int64][]queue
 		var d queue.Delivery
 		var runAt, created int64
 		var done *int64
-		if err := rows.Scan(&d.ID, &d.Event, &d.Target, &d.Status, &d.Attempts, &d.LastError, &d.DeadReason, &runAt, &created, &done); err != nil {
+		if err := rows.Scan(&d.ID, &d.Event, &d.Target, &d.Status, &d.Attempts, &d.LastError, &d.DeadReason, &runAt, &created, &done,
+			&d.Lane, &d.SkipReason); err != nil {
 			return nil, fmt.Errorf("list deliveries: %w", err)
 		}
+		d.Waiting = runAt == parked
 		d.RunAt, d.CreatedAt, d.DoneAt = fromMS(runAt), fromMS(created), fromNullMS(done)
 		out[d.Event] = append(out[d.Event], d)
 	}
@@ -377,4 +419,24 @@ func (db *DB) Deliveries(ctx context.Context, events []int64) (map[int64][]queue
 		return nil, fmt.Errorf("list deliveries: %w", err)
 	}
 	return out, nil
+}
+
+// claimOneTx claims delivery id for lease inside tx, as a claim does, with
+// its event, or returns nil if it is not due.
+func claimOneTx(ctx context.Context, tx pgx.Tx, id int64, lease time.Duration, now time.Time) (*queue.Job, error) {
+	j := &queue.Job{}
+	err := tx.QueryRow(ctx, `UPDATE deliveries SET status = 'running', attempts = attempts + 1, run_at = $1, lease_token = nextval('lease_tokens')
+		WHERE id = $2 AND status IN ('pending', 'retrying') AND run_at <= $3
+		RETURNING id, event, target, attempts, lease_token, coalesce(lane, '')`, ms(now.Add(lease)), id, ms(now)).
+		Scan(&j.Delivery, &j.Event, &j.Target, &j.Attempt, &j.Token, &j.Lane)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim delivery %d: %w", id, err)
+	}
+	if err := loadEvents(ctx, tx, []*queue.Job{j}); err != nil {
+		return nil, err
+	}
+	return j, nil
 }

@@ -20,8 +20,8 @@ import (
 // pass.
 
 const (
-	insertEvent = `INSERT INTO events (source, event_id, type, received_at, content_type, headers, body, body_size)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+	insertEvent = `INSERT INTO events (source, event_id, type, received_at, content_type, headers, body, body_size, order_key, order_version, order_rank)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 		ON CONFLICT (source, event_id) DO NOTHING
 		RETURNING id`
 	recordRedelivery = `UPDATE events SET redeliveries = redeliveries + 1, last_seen_at = $1,
@@ -43,7 +43,7 @@ func (db *DB) IngestEvent(ctx context.Context, ev *dedupe.Event, targets []strin
 	var res dedupe.Result
 	err = db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		var err error
-		res, err = ingestTx(ctx, tx, ev, headers, targets)
+		res, err = db.ingestTx(ctx, tx, ev, headers, targets)
 		return err
 	})
 	if err != nil {
@@ -66,7 +66,7 @@ func (db *DB) IngestEvents(ctx context.Context, evs []*dedupe.Event, targets []s
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		for i, ev := range evs {
 			var err error
-			if out[i], err = ingestTx(ctx, tx, ev, headers[i], targets); err != nil {
+			if out[i], err = db.ingestTx(ctx, tx, ev, headers[i], targets); err != nil {
 				return err
 			}
 		}
@@ -78,19 +78,20 @@ func (db *DB) IngestEvents(ctx context.Context, evs []*dedupe.Event, targets []s
 	return out, nil
 }
 
-func ingestTx(ctx context.Context, tx pgx.Tx, ev *dedupe.Event, headers []byte, targets []string) (dedupe.Result, error) {
+func (db *DB) ingestTx(ctx context.Context, tx pgx.Tx, ev *dedupe.Event, headers []byte, targets []string) (dedupe.Result, error) {
 	body := ev.Body
 	if body == nil {
 		body = []byte{} // NULL means swept; an empty body is still a body
 	}
 	now := ms(ev.ReceivedAt)
 	var id int64
-	err := tx.QueryRow(ctx, insertEvent, ev.Source, ev.EventID, ev.Type, now, ev.ContentType, headers, body, len(body)).Scan(&id)
+	err := tx.QueryRow(ctx, insertEvent, ev.Source, ev.EventID, ev.Type, now, ev.ContentType, headers, body, len(body),
+		nullString(ev.OrderKey), nullString(ev.OrderVersion), nullString(ev.OrderRank)).Scan(&id)
 	switch {
 	case err == nil:
 		ev.ID = id
 		if len(targets) > 0 {
-			if err := enqueueTx(ctx, tx, id, targets, ev.ReceivedAt); err != nil {
+			if err := db.enqueueTx(ctx, tx, id, ev.OrderKey, ev.OrderRank, targets, ev.ReceivedAt); err != nil {
 				return dedupe.Result{}, fmt.Errorf("enqueue event %d: %w", id, err)
 			}
 		}
@@ -105,7 +106,7 @@ func ingestTx(ctx context.Context, tx pgx.Tx, ev *dedupe.Event, headers []byte, 
 	}
 	ev.ID = id
 	res := dedupe.Result{ID: id, Duplicate: true, Conflict: conflict}
-	if res.Revived, err = reviveTx(ctx, tx, id, ev.ReceivedAt); err != nil {
+	if res.Revived, err = db.reviveTx(ctx, tx, id, ev.ReceivedAt); err != nil {
 		return dedupe.Result{}, fmt.Errorf("revive event %d: %w", id, err)
 	}
 	return res, nil
@@ -114,8 +115,12 @@ func ingestTx(ctx context.Context, tx pgx.Tx, ev *dedupe.Event, headers []byte, 
 // ListEvents returns events newest first, without bodies.
 func (db *DB) ListEvents(ctx context.Context, f dedupe.Filter) ([]dedupe.Stored, error) {
 	var a args
-	q := `SELECT id, source, event_id, type, received_at, content_type, redeliveries, last_seen_at, conflicts, body_size, swept_at IS NOT NULL
+	q := `SELECT id, source, event_id, type, received_at, content_type, redeliveries, last_seen_at, conflicts, body_size, swept_at IS NOT NULL,
+		coalesce(order_key, ''), coalesce(order_version, ''), coalesce(order_rank, '')
 		FROM events e WHERE true`
+	if f.Key != "" {
+		q += ` AND order_key = ` + a.add(f.Key)
+	}
 	if f.Before > 0 {
 		q += ` AND id < ` + a.add(f.Before)
 	}
@@ -162,7 +167,7 @@ func (db *DB) ListEvents(ctx context.Context, f dedupe.Filter) ([]dedupe.Stored,
 		var recv int64
 		var last *int64
 		err := row.Scan(&e.ID, &e.Source, &e.EventID, &e.Type, &recv, &e.ContentType,
-			&e.Redeliveries, &last, &e.Conflicts, &e.BodySize, &e.Swept)
+			&e.Redeliveries, &last, &e.Conflicts, &e.BodySize, &e.Swept, &e.OrderKey, &e.OrderVersion, &e.OrderRank)
 		e.ReceivedAt, e.LastSeenAt = fromMS(recv), fromNullMS(last)
 		return e, err
 	})
@@ -180,9 +185,10 @@ func (db *DB) GetEvent(ctx context.Context, id int64) (dedupe.Stored, error) {
 	var last *int64
 	var headers, body []byte
 	err := db.pool.QueryRow(ctx, `SELECT id, source, event_id, type, received_at, content_type, headers, body,
-		redeliveries, last_seen_at, conflicts, body_size, swept_at IS NOT NULL FROM events WHERE id = $1`, id).Scan(
+		redeliveries, last_seen_at, conflicts, body_size, swept_at IS NOT NULL,
+		coalesce(order_key, ''), coalesce(order_version, ''), coalesce(order_rank, '') FROM events WHERE id = $1`, id).Scan(
 		&e.ID, &e.Source, &e.EventID, &e.Type, &recv, &e.ContentType, &headers, &body,
-		&e.Redeliveries, &last, &e.Conflicts, &e.BodySize, &e.Swept)
+		&e.Redeliveries, &last, &e.Conflicts, &e.BodySize, &e.Swept, &e.OrderKey, &e.OrderVersion, &e.OrderRank)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return dedupe.Stored{}, fmt.Errorf("event %d: %w", id, dedupe.ErrNotFound)
 	}
@@ -248,4 +254,12 @@ func (db *DB) Sweep(ctx context.Context, payloadsBefore, keysBefore time.Time, b
 		}
 	}
 	return swept, deleted, nil
+}
+
+// nullString is s, or NULL for "".
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }

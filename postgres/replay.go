@@ -82,14 +82,24 @@ func (db *DB) Replay(ctx context.Context, sel queue.ReplaySelector, now time.Tim
 		chunk := list[start:min(start+replayBatch, len(list))]
 		var n int64
 		err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
+			// The lanes first, in order: they are locked before their
+			// deliveries in every transaction.
+			if err := lockLanesTx(ctx, tx, `id = ANY ($1::bigint[])`, chunk); err != nil {
+				return err
+			}
 			if _, err := tx.Exec(ctx, reviveLettersSet+`
 				WHERE revived_at IS NULL AND delivery IN (SELECT id FROM deliveries WHERE id = ANY ($2::bigint[]) AND status = 'dead' AND `+recheck+`)`,
 				ms(now), chunk); err != nil {
 				return err
 			}
-			tag, err := tx.Exec(ctx, reviveSet+` WHERE id = ANY ($2::bigint[]) AND `+recheck, ms(now), chunk)
+			tag, err := tx.Exec(ctx, reviveSet+`, skip_reason = '' WHERE id = ANY ($2::bigint[]) AND `+recheck, ms(now), chunk)
+			if err != nil {
+				return err
+			}
 			n = tag.RowsAffected()
-			return err
+			// Into their lanes, forced: the user asked, so a stale or
+			// superseded one runs too, in its turn.
+			return db.enterLanesTx(ctx, tx, `id = ANY ($1::bigint[]) AND status = 'pending' AND attempts = 0`, []any{chunk}, true, now)
 		})
 		if err != nil {
 			return r, fmt.Errorf("replay: %d of %d deliveries were queued again before this, and the rest not (running the same replay again queues them): %w", r.Queued, len(list), err)
@@ -146,6 +156,22 @@ func (db *DB) Backfill(ctx context.Context, sel queue.BackfillSelector, now time
 		chunk := list[start:min(start+replayBatch, len(list))]
 		var n int64
 		err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
+			if _, ordered := db.order.lane(sel.Target); ordered {
+				// Each in its event's lane, as if it had come now.
+				if _, err := tx.Exec(ctx, `SELECT 1 FROM lanes WHERE target = $1 AND key IN (SELECT order_key FROM events WHERE id = ANY ($2::bigint[]))
+					ORDER BY key FOR UPDATE`, sel.Target, chunk); err != nil {
+					return err
+				}
+				tag, err := tx.Exec(ctx, `INSERT INTO deliveries (event, target, status, run_at, created_at, lane, rank)
+					SELECT e.id, $1, 'pending', CASE WHEN e.order_key IS NULL THEN $2 ELSE `+parkedSQL+` END, $2, e.order_key, coalesce(e.order_rank, '')
+					FROM events e WHERE e.id = ANY ($3::bigint[]) AND e.swept_at IS NULL
+					ON CONFLICT (event, target) DO NOTHING`, sel.Target, ms(now), chunk)
+				if err != nil {
+					return err
+				}
+				n = tag.RowsAffected()
+				return db.enterLanesTx(ctx, tx, `target = $1 AND event = ANY ($2::bigint[]) AND run_at = `+parkedSQL, []any{sel.Target, chunk}, false, now)
+			}
 			tag, err := tx.Exec(ctx, `INSERT INTO deliveries (event, target, status, run_at, created_at)
 				SELECT e.id, $1, 'pending', $2, $2 FROM events e WHERE e.id = ANY ($3::bigint[]) AND e.swept_at IS NULL
 				ON CONFLICT (event, target) DO NOTHING`,

@@ -271,6 +271,10 @@ type Options struct {
 	// EventID and EventType are where a source's events carry their id
 	// and type; "" means the provider's.
 	EventID, EventType string
+	// OrderKey and OrderVersion are where a source's events carry the
+	// resource they are about and its version; "" means the provider's
+	// (none where it has none).
+	OrderKey, OrderVersion string
 	// PublicURL is the URL the provider calls, for a scheme that signs it
 	// (SignsURL): scheme, host and path, the query being the request's as
 	// received. "" means the URL the request was received at.

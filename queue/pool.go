@@ -121,6 +121,12 @@ type Pool struct {
 	wake  chan struct{}
 	taken chan struct{} // a worker took a job, or a result was committed: there may be room to claim more
 	jobs  chan *Job     // claimed jobs, ahead of the workers
+	// handoff holds the next jobs of lanes, claimed by the completions of
+	// their predecessors (Finish.Lease); slots counts the completions that
+	// may put one there, so that a send never blocks the store's writer.
+	handoff  chan *Job
+	slots    chan struct{}
+	stopping atomic.Bool
 
 	// inflight holds the jobs claimed by this pool whose completion is not
 	// yet committed, by delivery; claims skip them and their leases are
@@ -172,6 +178,8 @@ func NewPool(s Store, cfg PoolConfig) *Pool {
 		inflight: make(map[int64]*Job),
 	}
 	p.jobs = make(chan *Job, p.prefetch())
+	p.handoff = make(chan *Job, cfg.Workers)
+	p.slots = make(chan struct{}, cfg.Workers)
 	for _, t := range cfg.Targets {
 		p.targets[t.Name] = t
 		if l := newLimiter(t.Rate, t.Concurrency); l != nil {
@@ -250,6 +258,7 @@ func (p *Pool) Stop() {
 		if p.stopClaim == nil {
 			return
 		}
+		p.stopping.Store(true)
 		p.stopClaim()
 		p.dispatch.Wait()
 		p.pausing.Wait()
@@ -279,6 +288,13 @@ func (p *Pool) Stop() {
 		p.stopRun()
 		p.renewal.Wait()
 		p.pending.Wait()
+		// Lanes' next jobs handed over by the last completions, which no
+		// worker took: back to the queue.
+		var handed []*Job
+		for len(p.handoff) > 0 {
+			handed = append(handed, <-p.handoff)
+		}
+		p.unclaim(handed)
 	})
 }
 
@@ -395,10 +411,26 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 func (p *Pool) worker() {
 	defer p.wg.Done()
-	for j := range p.jobs {
+	for {
+		// A lane's next job first: it is claimed, its lease running.
+		var j *Job
 		select {
-		case p.taken <- struct{}{}:
+		case j = <-p.handoff:
+			<-p.slots
 		default:
+			select {
+			case j = <-p.handoff:
+				<-p.slots
+			case next, ok := <-p.jobs:
+				if !ok {
+					return
+				}
+				j = next
+				select {
+				case p.taken <- struct{}{}:
+				default:
+				}
+			}
 		}
 		if p.isPaused(j.Target) {
 			// Claimed before the pause, not started: it waits, paused,
@@ -472,6 +504,14 @@ func (p *Pool) run(j *Job) {
 		}
 		f.AlertDue = f.Dead && p.cfg.Alerting
 	}
+	if j.Lane != "" && p.cfg.Lease > 0 && !f.Release && !p.stopping.Load() {
+		// The completion may claim the lane's next job for this pool.
+		select {
+		case p.slots <- struct{}{}:
+			f.Lease = p.cfg.Lease
+		default:
+		}
+	}
 	// The final write must survive shutdown: it is what keeps a success
 	// from being run again, and a failure from being lost. It joins the next
 	// group commit while this worker goes on; the delivery stays in
@@ -490,6 +530,17 @@ func (p *Pool) run(j *Job) {
 // recorded reports a completion once its write is durable (or failed). It
 // runs on the store's writer goroutine: it must not block.
 func (p *Pool) recorded(j *Job, f Finish, out Outcome, err error) {
+	if f.Lease > 0 && (err == nil || errors.Is(err, ErrStale)) {
+		if next := j.Next; err == nil && next != nil {
+			// Held by this pool from now on; the slot goes with it.
+			p.mu.Lock()
+			p.inflight[next.Delivery] = next
+			p.mu.Unlock()
+			p.handoff <- next
+		} else {
+			<-p.slots
+		}
+	}
 	switch {
 	case errors.Is(err, ErrStale):
 		p.finished(j.Delivery)
@@ -504,6 +555,11 @@ func (p *Pool) recorded(j *Job, f Finish, out Outcome, err error) {
 		return
 	}
 	p.finished(j.Delivery)
+	if j.Promoted {
+		// The next delivery of its lane is due now: claim it at once
+		// rather than at the next look.
+		p.Notify()
+	}
 	switch {
 	case out.Err == nil:
 		jobLog(p.log.Debug(), j).Str("took", f.Attempt.Duration.String()).Msg("delivered")

@@ -103,6 +103,14 @@ type Job struct {
 	Swept       bool // the payload is gone (retention); the attempt cannot run
 
 	limit *limiter // the limiter whose slot the job holds, if it holds one
+	// Lane is the order key of a delivery at an ordered target ("" none).
+	Lane string
+	// Promoted is set by the completion that made the next delivery of
+	// the job's lane due: the pool claims again at once.
+	Promoted bool
+	// Next is the next delivery of the job's lane, claimed by the
+	// completion that made it due (Finish.Lease), for the caller to run.
+	Next *Job
 }
 
 // Attempt is the record of one finished attempt.
@@ -125,6 +133,9 @@ type Finish struct {
 	Reason   string    // with Dead: why before the attempt limit ("permanent: exit 65"); "" at the limit
 	Release  bool      // interrupted by shutdown: due again at once, attempt not counted
 	AlertDue bool      // with Dead: queue an alert
+	// Lease, for a job of a lane, lets the completion claim the lane's
+	// next delivery, if it makes one due, under this lease (Job.Next).
+	Lease time.Duration
 }
 
 // ErrStale is returned by Complete when the job's lease was taken over: the
@@ -151,7 +162,14 @@ type Delivery struct {
 	DeadReason string
 	RunAt      time.Time // next attempt (pending, retrying) or lease expiry (running)
 	CreatedAt  time.Time
-	DoneAt     time.Time // zero unless done or dead
+	DoneAt     time.Time // zero unless done, dead or skipped
+	// Lane is the order key of a delivery at an ordered target ("" none);
+	// Waiting is set while it waits behind its lane's head.
+	Lane    string
+	Waiting bool
+	// SkipReason says why a skipped delivery was skipped ("stale: …",
+	// "superseded by #N").
+	SkipReason string
 }
 
 // DeadLetter is a row of the dead-letter table.

@@ -38,6 +38,10 @@ type Event struct {
 	ReceivedAt  time.Time
 	Headers     http.Header
 	Body        []byte
+	// OrderKey is the resource the event is about ("" = none: no lane);
+	// OrderVersion its version as found, OrderRank the version's
+	// comparable form ("" when missing or unreadable: receipt order).
+	OrderKey, OrderVersion, OrderRank string
 }
 
 // Result is what the store did with an event.
@@ -58,7 +62,10 @@ type Source struct {
 	Verifier  provider.Verifier
 	EventID   location.Location
 	EventType location.Location
-	MaxBody   int64 // 0: the server's
+	// OrderKey and OrderVersion find an event's order key and version;
+	// empty when the source has none.
+	OrderKey, OrderVersion location.Location
+	MaxBody                int64 // 0: the server's
 	// Handshake, if set, is asked about each verified request before its
 	// event id is looked for: a request it answers (Slack's
 	// url_verification, Zoom's endpoint.url_validation, ...) gets its reply
@@ -495,7 +502,7 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request, src *Source, name 
 	if src == s.auto {
 		source = name
 	}
-	return &Event{
+	ev := &Event{
 		Source:      source,
 		EventID:     id,
 		Type:        typ,
@@ -503,7 +510,11 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request, src *Source, name 
 		ReceivedAt:  now,
 		Headers:     headers,
 		Body:        body,
-	}, nil
+	}
+	if len(src.OrderKey) > 0 {
+		s.orderOf(src, req, ev)
+	}
+	return ev, nil
 }
 
 // verify checks a request's signature with its source's verifier: through

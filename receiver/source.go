@@ -6,6 +6,7 @@ import (
 
 	"hookbox/config"
 	"hookbox/location"
+	"hookbox/order"
 	"hookbox/provider"
 )
 
@@ -43,6 +44,20 @@ func NewSource(name string, maxBody int64, o provider.Options) (Source, error) {
 			return Source{}, fmt.Errorf("event_type: %w", err)
 		}
 	}
+	key, version := o.OrderKey, o.OrderVersion
+	if key == "" && version == "" {
+		key, version = p.OrderKey, p.OrderVersion
+	}
+	if key != "" {
+		if src.OrderKey, err = location.Parse(key, location.Order); err != nil {
+			return Source{}, fmt.Errorf("order_key: %w", err)
+		}
+	}
+	if version != "" {
+		if src.OrderVersion, err = location.Parse(version, location.Order); err != nil {
+			return Source{}, fmt.Errorf("order_version: %w", err)
+		}
+	}
 	return src, nil
 }
 
@@ -57,4 +72,42 @@ func Sources(cfg []config.Source) ([]Source, error) {
 		}
 	}
 	return out, nil
+}
+
+// orderOf finds ev's order key and version. Neither is required: an event
+// without a key has no lane, and one whose version is missing or
+// unreadable (neither a number nor an RFC 3339 time) keeps its receipt
+// order in its lane; the unreadable one is logged and stored as found, so
+// that `hookbox event` shows it.
+func (s *Server) orderOf(src *Source, req *location.Request, ev *Event) {
+	key, err := src.OrderKey.Find(req)
+	if err != nil {
+		return
+	}
+	if err := validValue(key); err != nil {
+		s.log.Warn().Str("source", src.Name).Str("event_id", ev.EventID).
+			Msg("order key from " + src.OrderKey.String() + " " + err.Error() + ": stored without a lane")
+		return
+	}
+	ev.OrderKey = key
+	if len(src.OrderVersion) == 0 {
+		return
+	}
+	v, err := src.OrderVersion.Find(req)
+	if err != nil {
+		return
+	}
+	if err := validValue(v); err != nil {
+		s.log.Warn().Str("source", src.Name).Str("event_id", ev.EventID).
+			Msg("order version from " + src.OrderVersion.String() + " " + err.Error() + ": ordered by receipt")
+		return
+	}
+	ev.OrderVersion = v
+	rank, ok := order.Rank(v)
+	if !ok {
+		s.log.Warn().Str("source", src.Name).Str("event_id", ev.EventID).Str("order_key", key).Str("order_version", v).
+			Msg("order version from " + src.OrderVersion.String() + " is neither a number nor an RFC 3339 time: ordered by receipt")
+		return
+	}
+	ev.OrderRank = rank
 }

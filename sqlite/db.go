@@ -64,6 +64,7 @@ type DB struct {
 	w      *writer
 	reader *sql.DB
 	log    zerolog.Logger
+	order  orderConfig // lanes.go
 }
 
 // DefaultJournalSizeLimit is the WAL size a store keeps after a checkpoint

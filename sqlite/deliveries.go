@@ -35,7 +35,7 @@ const (
 	claimSQL = `UPDATE deliveries SET status = 'running', attempts = attempts + 1, run_at = ?, lease_token = abs(random())
 		WHERE id IN (SELECT id FROM deliveries INDEXED BY deliveries_due WHERE ` + dueCondition + ` AND run_at <= ?
 			AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY run_at, id LIMIT ? + 0)
-		RETURNING id, event, target, attempts, lease_token`
+		RETURNING id, event, target, attempts, lease_token, lane`
 	loadEventsSQL = `SELECT id, source, event_id, type, received_at, content_type, body, swept_at IS NOT NULL FROM events
 		WHERE id IN (SELECT value FROM json_each(?))`
 	renewSQL   = `UPDATE deliveries SET run_at = ? WHERE id = ? AND lease_token = ? AND status = 'running'`
@@ -54,8 +54,16 @@ const (
 const unclaimSQL = `UPDATE deliveries SET status = CASE WHEN attempts <= 1 THEN 'pending' ELSE 'retrying' END,
 	attempts = max(attempts - 1, 0), run_at = ? WHERE id = ? AND lease_token = ? AND status = 'running'`
 
-// enqueueTx adds one pending delivery per target for event, inside tx.
-func (db *DB) enqueueTx(ctx context.Context, tx *sql.Tx, event int64, targets []string, now time.Time) error {
+// enqueueTx adds one pending delivery per target for event, inside tx:
+// those to ordered targets in the lane of the event's key.
+func (db *DB) enqueueTx(ctx context.Context, tx *sql.Tx, event int64, key, rank string, targets []string, now time.Time) error {
+	targets, err := db.enqueueLanesTx(ctx, tx, event, key, rank, targets, now)
+	if err != nil {
+		return err
+	}
+	if len(targets) == 0 {
+		return nil
+	}
 	st, err := db.w.stmt(ctx, tx, enqueueSQL)
 	if err != nil {
 		return fmt.Errorf("enqueue: %w", err)
@@ -83,6 +91,11 @@ func (db *DB) reviveTx(ctx context.Context, tx *sql.Tx, event int64, now time.Ti
 	if _, err := tx.ExecContext(ctx, reviveLettersSQL+` WHERE event = ? AND revived_at IS NULL`, now.UnixMilli(), event); err != nil {
 		return 0, fmt.Errorf("revive dead letters: %w", err)
 	}
+	// Back in their lanes, behind the heads: the sender asks again, under
+	// the lane's rules (a stale one is skipped).
+	if err := db.enterLanesTx(ctx, tx, `event = ? AND status = 'pending' AND attempts = 0 AND run_at = ?`, []any{event, now.UnixMilli()}, false, now); err != nil {
+		return 0, err
+	}
 	return n, nil
 }
 
@@ -108,10 +121,12 @@ func (db *DB) Claim(ctx context.Context, n int, lease time.Duration, now time.Ti
 		}
 		for rows.Next() {
 			j := &queue.Job{}
-			if err := rows.Scan(&j.Delivery, &j.Event, &j.Target, &j.Attempt, &j.Token); err != nil {
+			var lane sql.NullString
+			if err := rows.Scan(&j.Delivery, &j.Event, &j.Target, &j.Attempt, &j.Token, &lane); err != nil {
 				rows.Close()
 				return err
 			}
+			j.Lane = lane.String
 			jobs = append(jobs, j)
 		}
 		if err := rows.Close(); err != nil {
@@ -398,6 +413,22 @@ func (db *DB) completeFn(ctx context.Context, j *queue.Job, f queue.Finish, now 
 		case f.Dead:
 			query, args = deadSQL, []any{now.UnixMilli(), a.Error, f.Reason, j.Delivery, j.Token}
 		}
+		j.Promoted, j.Next = false, nil
+		var lane *laneTx
+		var ls queue.LaneState
+		var li queue.LaneItem
+		if j.Lane != "" {
+			// The lane and the item, before the delivery changes.
+			lane = db.laneTx(ctx, tx)
+			lane.hold = f.Lease > 0
+			var ok bool
+			var err error
+			if ls, li, ok, err = lane.completing(j); err != nil {
+				return err
+			} else if !ok {
+				lane = nil
+			}
+		}
 		st, err := db.w.stmt(ctx, tx, query)
 		if err != nil {
 			return err
@@ -409,6 +440,27 @@ func (db *DB) completeFn(ctx context.Context, j *queue.Job, f queue.Finish, now 
 		n, err := r.RowsAffected()
 		if err != nil {
 			return err
+		}
+		if lane != nil && n == 1 {
+			if l, ok := db.order.lane(j.Target); ok {
+				next, err := queue.AdvanceLane(lane, l, j.Target, j.Lane, ls, li, laneOutcome(f), f.Next, now)
+				if err != nil {
+					return err
+				}
+				if next != 0 && f.Lease > 0 && lane.held == next && !lane.heldAt.After(now) {
+					// Claimed for the caller straight from where it waited.
+					if j.Next, err = db.claimOneTx(ctx, tx, next, f.Lease, now); err != nil {
+						return err
+					}
+					if j.Next != nil {
+						lane.held = 0
+					}
+				}
+				if err := lane.flush(); err != nil {
+					return err
+				}
+				j.Promoted = next != 0 && j.Next == nil
+			}
 		}
 		outcome := a.Outcome
 		if n == 0 {
@@ -455,8 +507,8 @@ func (db *DB) Deliveries(ctx context.Context, events []int64) (map[int64][]queue
 		for i, e := range chunk {
 			args[i] = e
 		}
-		rows, err := db.reader.QueryContext(ctx, `SELECT id, event, target, status, attempts, last_error, dead_reason, run_at, created_at, done_at
-			FROM deliveries WHERE event IN (?`+strings.Repeat(",?", len(chunk)-1)+`) ORDER BY id`, args...)
+		rows, err := db.reader.QueryContext(ctx, `SELECT id, event, target, status, attempts, last_error, dead_reason, run_at, created_at, done_at,
+			coalesce(lane, ''), skip_reason FROM deliveries WHERE event IN (?`+strings.Repeat(",?", len(chunk)-1)+`) ORDER BY id`, args...)
 		if err != nil {
 			return nil, fmt.Errorf("list deliveries: %w", err)
 		}
@@ -464,10 +516,12 @@ func (db *DB) Deliveries(ctx context.Context, events []int64) (map[int64][]queue
 			var d queue.Delivery
 			var runAt, created int64
 			var done sql.NullInt64
-			if err := rows.Scan(&d.ID, &d.Event, &d.Target, &d.Status, &d.Attempts, &d.LastError, &d.DeadReason, &runAt, &created, &done); err != nil {
+			if err := rows.Scan(&d.ID, &d.Event, &d.Target, &d.Status, &d.Attempts, &d.LastError, &d.DeadReason, &runAt, &created, &done,
+				&d.Lane, &d.SkipReason); err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("list deliveries: %w", err)
 			}
+			d.Waiting = runAt == parked
 			d.RunAt, d.CreatedAt = time.UnixMilli(runAt).UTC(), time.UnixMilli(created).UTC()
 			if done.Valid {
 				d.DoneAt = time.UnixMilli(done.Int64).UTC()
@@ -479,4 +533,33 @@ func (db *DB) Deliveries(ctx context.Context, events []int64) (map[int64][]queue
 		}
 	}
 	return out, nil
+}
+
+// claimOneSQL claims one due delivery, as claimSQL does.
+const claimOneSQL = `UPDATE deliveries SET status = 'running', attempts = attempts + 1, run_at = ?, lease_token = abs(random())
+	WHERE id = ? AND (status = 'pending' OR status = 'retrying') AND (run_at <= ? OR run_at = ` + parkedSQL + `)
+	RETURNING id, event, target, attempts, lease_token, lane`
+
+// claimOneTx claims delivery id for lease inside tx, with its event, or
+// returns nil if it is neither due nor parked (the lane logic made it its
+// lane's head: the caller holds back its unpark).
+func (db *DB) claimOneTx(ctx context.Context, tx *sql.Tx, id int64, lease time.Duration, now time.Time) (*queue.Job, error) {
+	st, err := db.w.stmt(ctx, tx, claimOneSQL)
+	if err != nil {
+		return nil, err
+	}
+	j := &queue.Job{}
+	var lane sql.NullString
+	err = st.QueryRowContext(ctx, now.Add(lease).UnixMilli(), id, now.UnixMilli()).Scan(&j.Delivery, &j.Event, &j.Target, &j.Attempt, &j.Token, &lane)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim delivery %d: %w", id, err)
+	}
+	j.Lane = lane.String
+	if err := db.loadEvents(ctx, tx, []*queue.Job{j}); err != nil {
+		return nil, err
+	}
+	return j, nil
 }

@@ -20,8 +20,8 @@ const (
 	// No RETURNING: SQLite buffers returned rows in a temporary b-tree that
 	// it builds for every execution, a third of the insert's time.
 	// The row count says whether the row went in, the last rowid which.
-	insertEvent = `INSERT INTO events (source, event_id, type, received_at, content_type, headers, body, body_size)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+	insertEvent = `INSERT INTO events (source, event_id, type, received_at, content_type, headers, body, body_size, order_key, order_version, order_rank)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (source, event_id) DO NOTHING`
 	recordRedelivery = `UPDATE events SET redeliveries = redeliveries + 1, last_seen_at = ?,
 		conflicts = conflicts + (body IS NOT NULL AND body != ?)
@@ -94,7 +94,8 @@ func (db *DB) ingestTx(ctx context.Context, tx *sql.Tx, ev *dedupe.Event, header
 	if err != nil {
 		return dedupe.Result{}, fmt.Errorf("insert event: %w", err)
 	}
-	r, err := insert.ExecContext(ctx, ev.Source, ev.EventID, ev.Type, now, ev.ContentType, headers, body, len(body))
+	r, err := insert.ExecContext(ctx, ev.Source, ev.EventID, ev.Type, now, ev.ContentType, headers, body, len(body),
+		nullString(ev.OrderKey), nullString(ev.OrderVersion), nullString(ev.OrderRank))
 	if err != nil {
 		return dedupe.Result{}, fmt.Errorf("insert event: %w", err)
 	}
@@ -109,7 +110,7 @@ func (db *DB) ingestTx(ctx context.Context, tx *sql.Tx, ev *dedupe.Event, header
 		}
 		ev.ID = id
 		if len(targets) > 0 {
-			if err := db.enqueueTx(ctx, tx, id, targets, ev.ReceivedAt); err != nil {
+			if err := db.enqueueTx(ctx, tx, id, ev.OrderKey, ev.OrderRank, targets, ev.ReceivedAt); err != nil {
 				return dedupe.Result{}, fmt.Errorf("enqueue event %d: %w", id, err)
 			}
 		}
@@ -139,9 +140,14 @@ var fewEvents = 10000 // a variable for the tests
 
 // ListEvents returns events newest first, without bodies.
 func (db *DB) ListEvents(ctx context.Context, f dedupe.Filter) ([]dedupe.Stored, error) {
-	q := `SELECT id, source, event_id, type, received_at, content_type, redeliveries, last_seen_at, conflicts, body_size, swept_at
+	q := `SELECT id, source, event_id, type, received_at, content_type, redeliveries, last_seen_at, conflicts, body_size, swept_at,
+		coalesce(order_key, ''), coalesce(order_version, ''), coalesce(order_rank, '')
 		FROM events e WHERE 1=1`
 	var args []any
+	if f.Key != "" {
+		q += ` AND order_key = ?`
+		args = append(args, f.Key)
+	}
 	if f.Before > 0 {
 		q += ` AND id < ?`
 		args = append(args, f.Before)
@@ -222,7 +228,7 @@ func (db *DB) ListEvents(ctx context.Context, f dedupe.Filter) ([]dedupe.Stored,
 		var recv int64
 		var last, swept sql.NullInt64
 		if err := rows.Scan(&e.ID, &e.Source, &e.EventID, &e.Type, &recv, &e.ContentType,
-			&e.Redeliveries, &last, &e.Conflicts, &e.BodySize, &swept); err != nil {
+			&e.Redeliveries, &last, &e.Conflicts, &e.BodySize, &swept, &e.OrderKey, &e.OrderVersion, &e.OrderRank); err != nil {
 			return nil, fmt.Errorf("list events: %w", err)
 		}
 		e.ReceivedAt = time.UnixMilli(recv).UTC()
@@ -246,9 +252,10 @@ func (db *DB) GetEvent(ctx context.Context, id int64) (dedupe.Stored, error) {
 	var last, swept sql.NullInt64
 	var headers, body []byte
 	err := db.reader.QueryRowContext(ctx, `SELECT id, source, event_id, type, received_at, content_type, headers, body,
-		redeliveries, last_seen_at, conflicts, body_size, swept_at FROM events WHERE id = ?`, id).Scan(
+		redeliveries, last_seen_at, conflicts, body_size, swept_at, coalesce(order_key, ''), coalesce(order_version, ''), coalesce(order_rank, '')
+		FROM events WHERE id = ?`, id).Scan(
 		&e.ID, &e.Source, &e.EventID, &e.Type, &recv, &e.ContentType, &headers, &body,
-		&e.Redeliveries, &last, &e.Conflicts, &e.BodySize, &swept)
+		&e.Redeliveries, &last, &e.Conflicts, &e.BodySize, &swept, &e.OrderKey, &e.OrderVersion, &e.OrderRank)
 	if errors.Is(err, sql.ErrNoRows) {
 		return dedupe.Stored{}, fmt.Errorf("event %d: %w", id, dedupe.ErrNotFound)
 	}
@@ -359,4 +366,12 @@ func (db *DB) Sweep(ctx context.Context, payloadsBefore, keysBefore time.Time, b
 		more = n == int64(batch) // a full batch: there may be more
 	}
 	return swept, deleted, nil
+}
+
+// nullString is s, or NULL for "".
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }

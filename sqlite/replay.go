@@ -95,13 +95,17 @@ func (db *DB) Replay(ctx context.Context, sel queue.ReplaySelector, now time.Tim
 				now.UnixMilli(), list); err != nil {
 				return err
 			}
-			res, err := tx.ExecContext(ctx, reviveSQL+`
+			res, err := tx.ExecContext(ctx, reviveSQL+`, skip_reason = ''
 				WHERE id IN (SELECT value FROM json_each(?)) AND `+recheck, now.UnixMilli(), list)
 			if err != nil {
 				return err
 			}
-			n, err = res.RowsAffected()
-			return err
+			if n, err = res.RowsAffected(); err != nil {
+				return err
+			}
+			// Into their lanes, forced: the user asked, so a stale or
+			// superseded one runs too, in its turn.
+			return db.enterLanesTx(ctx, tx, `id IN (SELECT value FROM json_each(?)) AND status = 'pending' AND attempts = 0`, []any{list}, true, now)
 		})
 		if err != nil {
 			return r, fmt.Errorf("replay: %d of %d deliveries were queued again before this, and the rest not (running the same replay again queues them): %w", r.Queued, len(ids), err)
@@ -163,6 +167,20 @@ func (db *DB) Backfill(ctx context.Context, sel queue.BackfillSelector, now time
 		var n int64
 		err := db.w.write(ctx, func(tx *sql.Tx) error {
 			ctx := context.WithoutCancel(ctx) // see writer.write
+			if _, ordered := db.order.lane(sel.Target); ordered {
+				// Each in its event's lane, as if it had come now.
+				res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO deliveries (event, target, status, run_at, created_at, lane, rank)
+					SELECT e.id, ?, 'pending', CASE WHEN e.order_key IS NULL THEN ? ELSE `+parkedSQL+` END, ?, e.order_key, coalesce(e.order_rank, '')
+					FROM events e WHERE e.id IN (SELECT value FROM json_each(?)) AND e.swept_at IS NULL`,
+					sel.Target, now.UnixMilli(), now.UnixMilli(), list)
+				if err != nil {
+					return err
+				}
+				if n, err = res.RowsAffected(); err != nil {
+					return err
+				}
+				return db.enterLanesTx(ctx, tx, `target = ? AND event IN (SELECT value FROM json_each(?)) AND run_at = `+parkedSQL, []any{sel.Target, list}, false, now)
+			}
 			res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO deliveries (event, target, status, run_at, created_at)
 				SELECT e.id, ?, 'pending', ?, ? FROM events e WHERE e.id IN (SELECT value FROM json_each(?)) AND e.swept_at IS NULL`,
 				sel.Target, now.UnixMilli(), now.UnixMilli(), list)

@@ -13,16 +13,22 @@ import (
 
 // Event is an event as listed: the --json line of `hookbox events`.
 type Event struct {
-	ID           int64      `json:"id"`
-	Source       string     `json:"source"`
-	EventID      string     `json:"event_id"`
-	Type         string     `json:"type"`
-	ReceivedAt   string     `json:"received_at"`
-	Redeliveries int64      `json:"redeliveries"`
-	Conflicts    int64      `json:"conflicts"`
-	BodySize     int64      `json:"body_size"`
-	Swept        bool       `json:"swept,omitempty"`
-	Deliveries   []Delivery `json:"deliveries"`
+	ID           int64  `json:"id"`
+	Source       string `json:"source"`
+	EventID      string `json:"event_id"`
+	Type         string `json:"type"`
+	ReceivedAt   string `json:"received_at"`
+	Redeliveries int64  `json:"redeliveries"`
+	Conflicts    int64  `json:"conflicts"`
+	BodySize     int64  `json:"body_size"`
+	Swept        bool   `json:"swept,omitempty"`
+	// OrderKey and OrderVersion are the event's order key and version as
+	// found, where its source has them; VersionUnreadable says the version
+	// is neither a number nor an RFC 3339 time (ordered by receipt).
+	OrderKey          string     `json:"order_key,omitempty"`
+	OrderVersion      string     `json:"order_version,omitempty"`
+	VersionUnreadable bool       `json:"order_version_unreadable,omitempty"`
+	Deliveries        []Delivery `json:"deliveries"`
 }
 
 // NewEvent is the view of e with its deliveries.
@@ -30,6 +36,7 @@ func NewEvent(e dedupe.Stored, deliveries []queue.Delivery) Event {
 	return Event{
 		ID: e.ID, Source: e.Source, EventID: e.EventID, Type: e.Type, ReceivedAt: Time(e.ReceivedAt),
 		Redeliveries: e.Redeliveries, Conflicts: e.Conflicts, BodySize: e.BodySize, Swept: e.Swept,
+		OrderKey: e.OrderKey, OrderVersion: e.OrderVersion, VersionUnreadable: e.OrderVersion != "" && e.OrderRank == "",
 		Deliveries: Deliveries(deliveries),
 	}
 }
@@ -43,10 +50,19 @@ type Delivery struct {
 	// DeadReason says why a dead delivery went dead before its attempts
 	// were spent (a permanent failure, its payload swept, its target
 	// gone); "reason" is reserved for a skipped delivery's.
-	DeadReason string    `json:"dead_reason,omitempty"`
-	NextAt     string    `json:"next_at,omitempty"`
-	DoneAt     string    `json:"done_at,omitempty"`
-	History    []Attempt `json:"history,omitempty"`
+	DeadReason string `json:"dead_reason,omitempty"`
+	// Reason says why a skipped delivery was skipped ("stale: …",
+	// "superseded by #N").
+	Reason string `json:"reason,omitempty"`
+	// Lane is the order key of a delivery to an ordered target; Waiting
+	// is set while it waits behind its lane's head, LanePosition its place
+	// in the lane (1 the head; `hookbox event` only).
+	Lane         string    `json:"lane,omitempty"`
+	Waiting      bool      `json:"waiting,omitempty"`
+	LanePosition int64     `json:"lane_position,omitempty"`
+	NextAt       string    `json:"next_at,omitempty"`
+	DoneAt       string    `json:"done_at,omitempty"`
+	History      []Attempt `json:"history,omitempty"`
 }
 
 // Deliveries is the view of ds, in their order.
@@ -57,7 +73,11 @@ func Deliveries(ds []queue.Delivery) []Delivery {
 		if d.Status == queue.Dead {
 			l.DeadReason = d.DeadReason
 		}
-		if d.Status == queue.Pending || d.Status == queue.Retrying {
+		if d.Status == queue.Skipped {
+			l.Reason = d.SkipReason
+		}
+		l.Lane, l.Waiting = d.Lane, d.Waiting
+		if (d.Status == queue.Pending || d.Status == queue.Retrying) && !d.Waiting {
 			l.NextAt = Time(d.RunAt)
 		}
 		out = append(out, l)
@@ -127,6 +147,11 @@ func LoadDetail(ctx context.Context, s Store, id int64) (Detail, error) {
 		if err != nil {
 			return Detail{}, err
 		}
+		if ls, ok := s.(LaneStore); ok && dl.Lane != "" {
+			if d.Deliveries[i].LanePosition, err = ls.LanePosition(ctx, dl.ID); err != nil {
+				return Detail{}, err
+			}
+		}
 		for _, a := range attempts {
 			d.Deliveries[i].History = append(d.Deliveries[i].History, NewAttempt(a))
 		}
@@ -188,4 +213,62 @@ func Time(t time.Time) string {
 		return ""
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+// LaneStore is what the lane views read: a store engine.
+type LaneStore interface {
+	// Lanes lists lanes by target and key, as f selects them.
+	Lanes(ctx context.Context, f queue.LaneFilter) ([]queue.Lane, error)
+	// LanePosition is a queued delivery's place in its lane (1 the head),
+	// 0 when it is in none or finished.
+	LanePosition(ctx context.Context, delivery int64) (int64, error)
+}
+
+// Lane is a lane: the --json line of `hookbox lanes`.
+type Lane struct {
+	Target       string `json:"target"`
+	Key          string `json:"key"`
+	HeadEvent    int64  `json:"head_event,omitempty"` // the event whose delivery is at the head; none when idle
+	HeadStatus   string `json:"head_status,omitempty"`
+	Queued       int64  `json:"queued"` // waiting behind the head
+	LastVersion  string `json:"last_version,omitempty"`
+	LastEvent    int64  `json:"last_event,omitempty"`
+	BlockedSince string `json:"blocked_since,omitempty"` // while the head is retrying: since its first failure
+}
+
+// NewLane is the view of l.
+func NewLane(l queue.Lane) Lane {
+	return Lane{Target: l.Target, Key: l.Key, HeadEvent: l.HeadEvent, HeadStatus: l.HeadStatus, Queued: l.Queued,
+		LastVersion: l.LastVersion, LastEvent: l.LastEvent, BlockedSince: Time(l.BlockedSince)}
+}
+
+// LanePage is how many lanes ListLanes reads at a time.
+const LanePage = 1000
+
+// ListLanes calls fn with each lane f selects, in (target, key) order,
+// reading a page at a time (f.Limit bounds the total; 0 for all).
+func ListLanes(ctx context.Context, s LaneStore, f queue.LaneFilter, fn func(Lane) error) error {
+	total := 0
+	for {
+		page := f
+		page.Limit = LanePage
+		if f.Limit > 0 {
+			page.Limit = min(page.Limit, f.Limit-total)
+		}
+		list, err := s.Lanes(ctx, page)
+		if err != nil {
+			return err
+		}
+		for _, l := range list {
+			if err := fn(NewLane(l)); err != nil {
+				return err
+			}
+		}
+		total += len(list)
+		if len(list) < page.Limit || (f.Limit > 0 && total >= f.Limit) {
+			return nil
+		}
+		last := list[len(list)-1]
+		f.After = [2]string{last.Target, last.Key}
+	}
 }

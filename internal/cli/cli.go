@@ -19,6 +19,7 @@ import (
 
 	"hookbox/config"
 	"hookbox/dedupe"
+	"hookbox/order"
 	"hookbox/postgres"
 	"hookbox/queue"
 	"hookbox/sqlite"
@@ -175,6 +176,8 @@ type Store interface {
 	Pause(ctx context.Context, target string, now time.Time) (queue.PauseResult, error)
 	Resume(ctx context.Context, target string, now time.Time) (queue.PauseResult, error)
 	Paused(ctx context.Context) ([]queue.PausedTarget, error)
+	view.LaneStore
+	SetOrder(lanes map[string]order.Lane)
 	Close() error
 }
 
@@ -199,6 +202,7 @@ func (e Env) OpenStore(path string) (config.Config, Store, error) {
 		if err != nil {
 			return cfg, nil, err
 		}
+		db.SetOrder(cfg.Lanes()) // a replay queues into the lanes
 		return cfg, db, nil
 	}
 	if _, err := os.Stat(cfg.Store.Path); err != nil {
@@ -210,5 +214,6 @@ func (e Env) OpenStore(path string) (config.Config, Store, error) {
 	if err != nil {
 		return cfg, nil, err
 	}
+	db.SetOrder(cfg.Lanes()) // a replay queues into the lanes
 	return cfg, db, nil
 }

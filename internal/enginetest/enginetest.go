@@ -16,6 +16,7 @@ import (
 	"hookbox/health"
 	"hookbox/inbox"
 	"hookbox/metrics"
+	"hookbox/order"
 	"hookbox/queue"
 	"hookbox/view"
 )
@@ -40,6 +41,12 @@ type Engine interface {
 	AttemptSpan(ctx context.Context) (first, last time.Time, ok bool, err error)
 	Pause(ctx context.Context, target string, now time.Time) (queue.PauseResult, error)
 	Resume(ctx context.Context, target string, now time.Time) (queue.PauseResult, error)
+	// Lanes (lanes.go)
+	SetOrder(lanes map[string]order.Lane)
+	ReleaseLanes(ctx context.Context, now time.Time) (int64, error)
+	Lanes(ctx context.Context, f queue.LaneFilter) ([]queue.Lane, error)
+	LanePosition(ctx context.Context, delivery int64) (int64, error)
+	LaneStats(ctx context.Context) (queue.LaneStats, error)
 }
 
 // Run runs every behaviour as a subtest, each on a fresh store from open,
@@ -64,6 +71,7 @@ func Run(t *testing.T, open func(t *testing.T) Engine) {
 		{"Pause", pauseTests},
 		{"Pool", poolTests},
 		{"Health", healthTests},
+		{"Lanes", laneTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -1,0 +1,400 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"hookbox/order"
+	"hookbox/queue"
+)
+
+// The lanes table: one row per (target, order key) of an ordered target,
+// holding its head (the one delivery of the lane that may be due), the
+// version delivered last and since when the head has been failing. The
+// lane logic is queue's (EnterLane, AdvanceLane); laneTx gives it its
+// steps. Each step runs under the lane row's lock (LockLane, taken before
+// any delivery row of the lane), and the head is locked before it is
+// parked or read, so that transactions of several replicas change a lane
+// one at a time, and a claim, which takes due rows FOR UPDATE SKIP
+// LOCKED, never takes a head that is being parked.
+
+// parkedSQL is the run_at of a delivery waiting behind its lane's head,
+// 2^62 ms: past any claim's "run_at <= now", and the deliveries_lane
+// index's condition (migration 0002), word for word.
+const (
+	parked    = int64(1) << 62
+	parkedSQL = `4611686018427387904`
+)
+
+// orderConfig is the order of each ordered target, as SetOrder was told.
+type orderConfig struct {
+	p atomic.Pointer[map[string]order.Lane]
+}
+
+func (o *orderConfig) lane(target string) (order.Lane, bool) {
+	m := o.p.Load()
+	if m == nil {
+		return order.Lane{}, false
+	}
+	l, ok := (*m)[target]
+	return l, ok
+}
+
+// SetOrder tells the store how each ordered target orders its deliveries
+// (the others, absent, are not ordered): a delivery to one of them is
+// queued in its event's lane. Call it before the store takes events.
+func (db *DB) SetOrder(lanes map[string]order.Lane) {
+	m := make(map[string]order.Lane, len(lanes))
+	for k, v := range lanes {
+		m[k] = v
+	}
+	db.order.p.Store(&m)
+}
+
+const (
+	enqueueLaneSQL = `INSERT INTO deliveries (event, target, status, run_at, created_at, lane, rank) VALUES ($1, $2, 'pending', $3, $4, $5, $6) RETURNING id`
+	// leadLaneSQL makes a new delivery its lane's head in one statement
+	// where the lane is new, or empty and the delivery not stale (the
+	// stale test applies when $5 is true); it changes no row otherwise,
+	// and holds the lane's lock either way.
+	leadLaneSQL = `INSERT INTO lanes AS l (target, key, head, held_since) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (target, key) DO UPDATE SET head = EXCLUDED.head, held_since = EXCLUDED.held_since, blocked_since = NULL
+		WHERE l.head IS NULL AND (NOT $5 OR $6 = '' OR l.last_rank = '' OR $6 > l.last_rank)`
+	// DO UPDATE, not DO NOTHING: it locks the row, new or not.
+	lockLaneSQL = `INSERT INTO lanes AS l (target, key) VALUES ($1, $2) ON CONFLICT (target, key) DO UPDATE SET target = l.target
+		RETURNING coalesce(head, 0), last_rank, last_version, last_event, blocked_since, held_since`
+	saveLaneSQL = `UPDATE lanes SET head = nullif($1::bigint, 0), last_rank = $2, last_version = $3, last_event = $4, blocked_since = $5, held_since = $6
+		WHERE target = $7 AND key = $8`
+	laneItemSQL = `SELECT d.event, d.rank, coalesce(e.order_version, ''), d.forced, d.status FROM deliveries d JOIN events e ON e.id = d.event
+		WHERE d.id = $1 FOR UPDATE OF d`
+	parkSQL   = `UPDATE deliveries SET run_at = ` + parkedSQL + ` WHERE id = $1 AND status IN ('pending', 'retrying')`
+	unparkSQL = `UPDATE deliveries SET run_at = $1 WHERE id = $2 AND status IN ('pending', 'retrying')`
+	skipSet   = `UPDATE deliveries SET status = 'skipped', skip_reason = $1, done_at = $2, run_at = $2, forced = false`
+	skipSQL   = skipSet + ` WHERE id = $3 AND status IN ('pending', 'retrying')`
+	// waitingSQL is the condition of a lane's waiting deliveries, through
+	// deliveries_lane; the target and key are $3 and $4.
+	waitingSQL     = `target = $3 AND lane = $4 AND run_at = ` + parkedSQL + ` AND status IN ('pending', 'retrying')`
+	skipStaleSQL   = skipSet + ` WHERE ` + waitingSQL + ` AND NOT forced AND rank <> '' AND rank <= $5`
+	skipWaitingSQL = skipSet + ` WHERE ` + waitingSQL + ` AND NOT forced AND id <> $5`
+	nextWhere      = `target = $1 AND lane = $2 AND run_at = ` + parkedSQL + ` AND status IN ('pending', 'retrying')`
+	nextSQL        = `SELECT id FROM deliveries WHERE ` + nextWhere + ` ORDER BY rank, id LIMIT 1`
+	nextForcedSQL  = `SELECT id FROM deliveries WHERE ` + nextWhere + ` AND forced ORDER BY rank, id LIMIT 1`
+	nextNewestSQL  = `SELECT id FROM deliveries WHERE ` + nextWhere + ` ORDER BY rank DESC, id DESC LIMIT 1`
+)
+
+// laneTx is queue.LaneTx on one transaction.
+type laneTx struct {
+	ctx context.Context
+	tx  pgx.Tx
+}
+
+func msOrNil(t time.Time) *int64 {
+	if t.IsZero() {
+		return nil
+	}
+	v := ms(t)
+	return &v
+}
+
+func (t *laneTx) LockLane(target, key string) (queue.LaneState, error) {
+	var s queue.LaneState
+	var blocked, held *int64
+	if err := t.tx.QueryRow(t.ctx, lockLaneSQL, target, key).Scan(&s.Head, &s.LastRank, &s.LastVersion, &s.LastEvent, &blocked, &held); err != nil {
+		return queue.LaneState{}, fmt.Errorf("lane %s/%s: %w", target, key, err)
+	}
+	s.BlockedSince, s.HeldSince = fromNullMS(blocked), fromNullMS(held)
+	return s, nil
+}
+
+func (t *laneTx) SaveLane(target, key string, s queue.LaneState) error {
+	if _, err := t.tx.Exec(t.ctx, saveLaneSQL, s.Head, s.LastRank, s.LastVersion, s.LastEvent, msOrNil(s.BlockedSince), msOrNil(s.HeldSince), target, key); err != nil {
+		return fmt.Errorf("save lane %s/%s: %w", target, key, err)
+	}
+	return nil
+}
+
+func (t *laneTx) Item(id int64) (queue.LaneItem, error) {
+	it := queue.LaneItem{ID: id}
+	var status string
+	err := t.tx.QueryRow(t.ctx, laneItemSQL, id).Scan(&it.Event, &it.Rank, &it.Version, &it.Forced, &status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return it, nil // gone: not queued
+	}
+	if err != nil {
+		return queue.LaneItem{}, fmt.Errorf("lane delivery %d: %w", id, err)
+	}
+	it.Running = status == queue.Running
+	it.Queued = it.Running || status == queue.Pending || status == queue.Retrying
+	return it, nil
+}
+
+func (t *laneTx) Park(id int64) error {
+	_, err := t.tx.Exec(t.ctx, parkSQL, id)
+	return err
+}
+
+func (t *laneTx) Unpark(id int64, at time.Time) error {
+	_, err := t.tx.Exec(t.ctx, unparkSQL, ms(at), id)
+	return err
+}
+
+func (t *laneTx) Skip(id int64, reason string, now time.Time) error {
+	_, err := t.tx.Exec(t.ctx, skipSQL, reason, ms(now), id)
+	return err
+}
+
+func (t *laneTx) SkipStale(target, key, rank, reason string, now time.Time) (int64, error) {
+	tag, err := t.tx.Exec(t.ctx, skipStaleSQL, reason, ms(now), target, key, rank)
+	return tag.RowsAffected(), err
+}
+
+func (t *laneTx) SkipWaiting(target, key string, keep int64, reason string, now time.Time) (int64, error) {
+	tag, err := t.tx.Exec(t.ctx, skipWaitingSQL, reason, ms(now), target, key, keep)
+	return tag.RowsAffected(), err
+}
+
+func (t *laneTx) Next(target, key string, forced, newest bool) (queue.LaneItem, bool, error) {
+	query := nextSQL
+	switch {
+	case forced:
+		query = nextForcedSQL
+	case newest:
+		query = nextNewestSQL
+	}
+	var id int64
+	if err := t.tx.QueryRow(t.ctx, query, target, key).Scan(&id); errors.Is(err, pgx.ErrNoRows) {
+		return queue.LaneItem{}, false, nil
+	} else if err != nil {
+		return queue.LaneItem{}, false, fmt.Errorf("next of lane %s/%s: %w", target, key, err)
+	}
+	it, err := t.Item(id)
+	return it, err == nil, err
+}
+
+// enqueueLanesTx queues event's deliveries to the ordered targets, each in
+// its lane (the event has a key), and returns the targets left: those
+// queued as usual. Lanes are entered in target order, as every
+// transaction that holds several lanes takes them, so that two never wait
+// for each other.
+func (db *DB) enqueueLanesTx(ctx context.Context, tx pgx.Tx, event int64, key, rank string, targets []string, now time.Time) ([]string, error) {
+	if key == "" || db.order.p.Load() == nil {
+		return targets, nil
+	}
+	var rest, ordered []string
+	for _, t := range targets {
+		if _, ok := db.order.lane(t); ok {
+			ordered = append(ordered, t)
+		} else {
+			rest = append(rest, t)
+		}
+	}
+	slices.Sort(ordered)
+	lt := &laneTx{ctx: ctx, tx: tx}
+	for _, t := range ordered {
+		l, _ := db.order.lane(t)
+		// A new row, which no other transaction can hold, then the lane's
+		// lock, before any other delivery of the lane.
+		var id int64
+		if err := tx.QueryRow(ctx, enqueueLaneSQL, event, t, ms(queue.HeadAt(l, now)), ms(now), key, rank).Scan(&id); err != nil {
+			return nil, fmt.Errorf("enqueue %s: %w", t, err)
+		}
+		// The usual case first: a new or empty lane, which it leads.
+		tag, err := tx.Exec(ctx, leadLaneSQL, t, key, id, ms(now), l.Mode.SkipsStale(), rank)
+		if err != nil {
+			return nil, fmt.Errorf("enqueue %s in lane %s: %w", t, key, err)
+		}
+		if tag.RowsAffected() == 1 {
+			continue
+		}
+		if err := lt.Park(id); err != nil {
+			return nil, fmt.Errorf("enqueue %s: %w", t, err)
+		}
+		if _, err := queue.EnterLane(lt, l, t, key, id, now); err != nil {
+			return nil, fmt.Errorf("enqueue %s in lane %s: %w", t, key, err)
+		}
+	}
+	return rest, nil
+}
+
+// lockLanesTx locks, in (target, key) order, the lanes of the deliveries
+// where selects (with args), before any of them changes.
+func lockLanesTx(ctx context.Context, tx pgx.Tx, where string, args ...any) error {
+	_, err := tx.Exec(ctx, `SELECT 1 FROM lanes WHERE (target, key) IN (SELECT target, lane FROM deliveries WHERE lane IS NOT NULL AND `+where+`)
+		ORDER BY target, key FOR UPDATE`, args...)
+	if err != nil {
+		return fmt.Errorf("lock lanes: %w", err)
+	}
+	return nil
+}
+
+// enterLanesTx places deliveries that were just queued again (a replay, a
+// redelivery of a dead event) in their lanes, forced (a replay: never
+// skipped) or not. Those of targets no longer ordered are left as they
+// are, due.
+func (db *DB) enterLanesTx(ctx context.Context, tx pgx.Tx, where string, args []any, forced bool, now time.Time) error {
+	rows, err := tx.Query(ctx, `SELECT id, target, lane FROM deliveries WHERE lane IS NOT NULL AND `+where+` ORDER BY target, lane, id`, args...)
+	if err != nil {
+		return fmt.Errorf("lanes of queued deliveries: %w", err)
+	}
+	type entry struct {
+		id          int64
+		target, key string
+	}
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (entry, error) {
+		var e entry
+		err := row.Scan(&e.id, &e.target, &e.key)
+		return e, err
+	})
+	if err != nil {
+		return fmt.Errorf("lanes of queued deliveries: %w", err)
+	}
+	lt := &laneTx{ctx: ctx, tx: tx}
+	for _, e := range list {
+		l, ok := db.order.lane(e.target)
+		if !ok {
+			continue
+		}
+		if _, err := lt.LockLane(e.target, e.key); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE deliveries SET run_at = `+parkedSQL+`, forced = $1 WHERE id = $2`, forced, e.id); err != nil {
+			return err
+		}
+		if _, err := queue.EnterLane(lt, l, e.target, e.key, e.id, now); err != nil {
+			return fmt.Errorf("lane %s/%s: %w", e.target, e.key, err)
+		}
+	}
+	return nil
+}
+
+// laneOutcome is what a finish does to its delivery's lane.
+func laneOutcome(f queue.Finish) queue.LaneOutcome {
+	switch {
+	case f.Attempt.Outcome == "ok":
+		return queue.LaneDone
+	case f.Release:
+		return queue.LaneReleased
+	case f.Dead:
+		return queue.LaneDead
+	}
+	return queue.LaneRetrying
+}
+
+// ReleaseLanes makes due the deliveries waiting in the lanes of targets
+// that are not ordered now (SetOrder: a target whose order was set to
+// none, or that the config no longer names), which would otherwise wait
+// for good, and empties those lanes. It returns how many it released.
+func (db *DB) ReleaseLanes(ctx context.Context, now time.Time) (int64, error) {
+	ordered := []string{}
+	if m := db.order.p.Load(); m != nil {
+		for t := range *m {
+			ordered = append(ordered, t)
+		}
+	}
+	var n int64
+	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM lanes WHERE head IS NOT NULL AND target <> ALL ($1::text[]) ORDER BY target, key FOR UPDATE`, ordered); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `UPDATE deliveries SET run_at = $1 WHERE run_at = `+parkedSQL+` AND target <> ALL ($2::text[])`, ms(now), ordered)
+		if err != nil {
+			return err
+		}
+		n = tag.RowsAffected()
+		_, err = tx.Exec(ctx, `UPDATE lanes SET head = NULL, blocked_since = NULL, held_since = NULL WHERE head IS NOT NULL AND target <> ALL ($1::text[])`, ordered)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("release lanes: %w", err)
+	}
+	return n, nil
+}
+
+// Lanes lists lanes by target and key, as f selects them: each with its
+// head, how many wait behind it, the version delivered last and, while
+// its head is retrying, since when.
+func (db *DB) Lanes(ctx context.Context, f queue.LaneFilter) ([]queue.Lane, error) {
+	var a args
+	q := `SELECT l.target, l.key, coalesce(l.head, 0), coalesce(h.event, 0), coalesce(h.status, ''), l.last_version, l.last_event,
+		CASE WHEN h.status = 'retrying' THEN l.blocked_since END,
+		CASE WHEN l.head IS NULL THEN 0 ELSE (SELECT count(*) FROM deliveries w WHERE w.target = l.target AND w.lane = l.key
+			AND w.run_at = ` + parkedSQL + ` AND w.status IN ('pending', 'retrying')) END
+		FROM lanes l LEFT JOIN deliveries h ON h.id = l.head WHERE (l.target, l.key) > (` + a.add(f.After[0]) + `, ` + a.add(f.After[1]) + `)`
+	if f.Target != "" {
+		q += ` AND l.target = ` + a.add(f.Target)
+	}
+	if f.Blocked {
+		q += ` AND l.blocked_since IS NOT NULL AND h.status = 'retrying'`
+	}
+	q += ` ORDER BY l.target, l.key`
+	if f.Limit > 0 {
+		q += ` LIMIT ` + a.add(f.Limit)
+	}
+	rows, err := db.pool.Query(ctx, q, a...)
+	if err != nil {
+		return nil, fmt.Errorf("list lanes: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (queue.Lane, error) {
+		var l queue.Lane
+		var blocked *int64
+		err := row.Scan(&l.Target, &l.Key, &l.Head, &l.HeadEvent, &l.HeadStatus, &l.LastVersion, &l.LastEvent, &blocked, &l.Queued)
+		l.BlockedSince = fromNullMS(blocked)
+		return l, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list lanes: %w", err)
+	}
+	return out, nil
+}
+
+// LanePosition is a queued delivery's place in its lane: 1 for the head,
+// 2 for the next to run, …; 0 for a delivery in no lane, or finished.
+func (db *DB) LanePosition(ctx context.Context, delivery int64) (int64, error) {
+	var n int64
+	err := db.pool.QueryRow(ctx, `SELECT CASE WHEN d.status NOT IN ('pending', 'retrying', 'running') THEN 0
+		WHEN d.run_at <> `+parkedSQL+` THEN 1 ELSE 2 + (SELECT count(*) FROM deliveries w
+		WHERE w.target = d.target AND w.lane = d.lane AND w.run_at = `+parkedSQL+` AND w.status IN ('pending', 'retrying')
+		AND (w.rank, w.id) < (d.rank, d.id)) END
+		FROM deliveries d WHERE d.id = $1 AND d.lane IS NOT NULL`, delivery).Scan(&n)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("lane position of delivery %d: %w", delivery, err)
+	}
+	return n, nil
+}
+
+// LaneStats counts the blocked lanes (head retrying), the oldest blocked
+// head's failing time, and the skipped deliveries by reason kind.
+func (db *DB) LaneStats(ctx context.Context) (queue.LaneStats, error) {
+	s := queue.LaneStats{Skipped: map[string]int64{queue.ReasonStale: 0, queue.ReasonSuperseded: 0}}
+	var oldest *int64
+	err := db.pool.QueryRow(ctx, `SELECT count(*), min(l.blocked_since) FROM lanes l
+		JOIN deliveries h ON h.id = l.head WHERE l.blocked_since IS NOT NULL AND h.status = 'retrying'`).Scan(&s.Blocked, &oldest)
+	if err != nil {
+		return s, fmt.Errorf("lane stats: %w", err)
+	}
+	s.OldestBlocked = fromNullMS(oldest)
+	rows, err := db.pool.Query(ctx, `SELECT split_part(split_part(skip_reason, ':', 1), ' ', 1), count(*) FROM deliveries
+		WHERE status = 'skipped' GROUP BY 1`)
+	if err != nil {
+		return s, fmt.Errorf("lane stats: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var kind string
+		var n int64
+		if err := rows.Scan(&kind, &n); err != nil {
+			return s, fmt.Errorf("lane stats: %w", err)
+		}
+		s.Skipped[kind] += n
+	}
+	return s, rows.Err()
+}
