@@ -40,6 +40,7 @@ verify = "none"
 insecure = true
 event_id = "header:X-Id"
 event_type = "header:X-Type"
+order_key = "header:X-Key"
 
 [[source]]
 name = "stripe"
@@ -271,7 +272,7 @@ func testWebAPI_Events(t *testing.T, opts ...func(*hookbox.Main)) {
 	for i, e := range []struct{ id, typ string }{
 		{"ord_1", "orders/create"}, {"ord_2", "orders/paid"}, {"cus_3", "customers/create"}, {"ord_4", "orders/create"}, {"ord_5", "orders/create"},
 	} {
-		ids = append(ids, ws.shop(t, e.id, e.typ, fmt.Sprintf(`{"n":%d}`, i)))
+		ids = append(ids, ws.shop(t, e.id, e.typ, fmt.Sprintf(`{"n":%d}`, i), "X-Key", "res_"+e.id[:3]))
 	}
 	ws.waitStatus(t, ids[4], queue.Done)
 	ws.Fail.Store(true)
@@ -297,6 +298,9 @@ func testWebAPI_Events(t *testing.T, opts ...func(*hookbox.Main)) {
 		"source=stripe":                "",
 		"since=1h":                     "ord_6 ord_5 ord_4 cus_3 ord_2 ord_1",
 		"until=1h":                     "",
+		"key=res_cus":                  "cus_3",
+		"key=res_ord&type=orders/paid": "ord_2",
+		"key=nosuch":                   "",
 	} {
 		if got := strings.Join(list(q), " "); got != want {
 			t.Errorf("GET /api/events?%s: %q, want %q", q, got, want)
@@ -327,7 +331,7 @@ func testWebAPI_Events(t *testing.T, opts ...func(*hookbox.Main)) {
 	}
 	for query, field := range map[string]string{
 		"status=bogus": "status", "limit=0": "limit", "limit=501": "limit", "limit=x": "limit", "cursor=abc": "cursor",
-		"since=yesterday": "since", "until=soon": "until", "since=1h&until=2h": "until", "key=cus_1": "key",
+		"since=yesterday": "since", "until=soon": "until", "since=1h&until=2h": "until",
 	} {
 		var e struct{ Error, Field string }
 		ws.getJSON(t, "/api/events?"+query, http.StatusBadRequest, &e)

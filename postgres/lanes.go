@@ -73,16 +73,16 @@ const (
 		WHERE target = $7 AND key = $8`
 	laneItemSQL = `SELECT d.event, d.rank, coalesce(e.order_version, ''), d.forced, d.status FROM deliveries d JOIN events e ON e.id = d.event
 		WHERE d.id = $1 FOR UPDATE OF d`
-	parkSQL   = `UPDATE deliveries SET run_at = ` + parkedSQL + ` WHERE id = $1 AND status IN ('pending', 'retrying')`
-	unparkSQL = `UPDATE deliveries SET run_at = $1 WHERE id = $2 AND status IN ('pending', 'retrying')`
+	parkSQL   = `UPDATE deliveries SET run_at = ` + parkedSQL + ` WHERE id = $1 AND status IN ('pending', 'retrying', 'paused')`
+	unparkSQL = `UPDATE deliveries SET run_at = $1 WHERE id = $2 AND status IN ('pending', 'retrying', 'paused')`
 	skipSet   = `UPDATE deliveries SET status = 'skipped', skip_reason = $1, done_at = $2, run_at = $2, forced = false`
-	skipSQL   = skipSet + ` WHERE id = $3 AND status IN ('pending', 'retrying')`
+	skipSQL   = skipSet + ` WHERE id = $3 AND status IN ('pending', 'retrying', 'paused')`
 	// waitingSQL is the condition of a lane's waiting deliveries, through
 	// deliveries_lane; the target and key are $3 and $4.
-	waitingSQL     = `target = $3 AND lane = $4 AND run_at = ` + parkedSQL + ` AND status IN ('pending', 'retrying')`
+	waitingSQL     = `target = $3 AND lane = $4 AND run_at = ` + parkedSQL + ` AND status IN ('pending', 'retrying', 'paused')`
 	skipStaleSQL   = skipSet + ` WHERE ` + waitingSQL + ` AND NOT forced AND rank <> '' AND rank <= $5`
 	skipWaitingSQL = skipSet + ` WHERE ` + waitingSQL + ` AND NOT forced AND id <> $5`
-	nextWhere      = `target = $1 AND lane = $2 AND run_at = ` + parkedSQL + ` AND status IN ('pending', 'retrying')`
+	nextWhere      = `target = $1 AND lane = $2 AND run_at = ` + parkedSQL + ` AND status IN ('pending', 'retrying', 'paused')`
 	nextSQL        = `SELECT id FROM deliveries WHERE ` + nextWhere + ` ORDER BY rank, id LIMIT 1`
 	nextForcedSQL  = `SELECT id FROM deliveries WHERE ` + nextWhere + ` AND forced ORDER BY rank, id LIMIT 1`
 	nextNewestSQL  = `SELECT id FROM deliveries WHERE ` + nextWhere + ` ORDER BY rank DESC, id DESC LIMIT 1`
@@ -324,7 +324,7 @@ func (db *DB) Lanes(ctx context.Context, f queue.LaneFilter) ([]queue.Lane, erro
 	q := `SELECT l.target, l.key, coalesce(l.head, 0), coalesce(h.event, 0), coalesce(h.status, ''), l.last_version, l.last_event,
 		CASE WHEN h.status = 'retrying' THEN l.blocked_since END,
 		CASE WHEN l.head IS NULL THEN 0 ELSE (SELECT count(*) FROM deliveries w WHERE w.target = l.target AND w.lane = l.key
-			AND w.run_at = ` + parkedSQL + ` AND w.status IN ('pending', 'retrying')) END
+			AND w.run_at = ` + parkedSQL + ` AND w.status IN ('pending', 'retrying', 'paused')) END
 		FROM lanes l LEFT JOIN deliveries h ON h.id = l.head WHERE (l.target, l.key) > (` + a.add(f.After[0]) + `, ` + a.add(f.After[1]) + `)`
 	if f.Target != "" {
 		q += ` AND l.target = ` + a.add(f.Target)
@@ -359,7 +359,7 @@ func (db *DB) LanePosition(ctx context.Context, delivery int64) (int64, error) {
 	var n int64
 	err := db.pool.QueryRow(ctx, `SELECT CASE WHEN d.status NOT IN ('pending', 'retrying', 'running') THEN 0
 		WHEN d.run_at <> `+parkedSQL+` THEN 1 ELSE 2 + (SELECT count(*) FROM deliveries w
-		WHERE w.target = d.target AND w.lane = d.lane AND w.run_at = `+parkedSQL+` AND w.status IN ('pending', 'retrying')
+		WHERE w.target = d.target AND w.lane = d.lane AND w.run_at = `+parkedSQL+` AND w.status IN ('pending', 'retrying', 'paused')
 		AND (w.rank, w.id) < (d.rank, d.id)) END
 		FROM deliveries d WHERE d.id = $1 AND d.lane IS NOT NULL`, delivery).Scan(&n)
 	if errors.Is(err, pgx.ErrNoRows) {

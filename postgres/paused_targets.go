@@ -102,7 +102,8 @@ func (db *DB) Resume(ctx context.Context, target string, now time.Time) (queue.P
 			}
 		}
 		tag, err := tx.Exec(ctx, `UPDATE deliveries SET status = CASE WHEN attempts = 0 THEN 'pending' ELSE 'retrying' END,
-			run_at = least(run_at, $1) WHERE status = 'paused' AND target = $2`, ms(now), target)
+			run_at = CASE WHEN run_at = `+parkedSQL+` THEN run_at ELSE least(run_at, $1) END
+			WHERE status = 'paused' AND target = $2`, ms(now), target)
 		if err != nil {
 			return err
 		}

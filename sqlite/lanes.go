@@ -65,12 +65,12 @@ const (
 	readLaneSQL = `SELECT coalesce(head, 0), last_rank, last_version, last_event, blocked_since, held_since FROM lanes WHERE target = ? AND key = ?`
 	saveLaneSQL = `UPDATE lanes SET head = nullif(?, 0), last_rank = ?, last_version = ?, last_event = ?, blocked_since = ?, held_since = ? WHERE target = ? AND key = ?`
 	laneItemSQL = `SELECT d.event, d.rank, coalesce(e.order_version, ''), d.forced, d.status FROM deliveries d JOIN events e ON e.id = d.event WHERE d.id = ?`
-	parkSQL     = `UPDATE deliveries SET run_at = ` + parkedSQL + ` WHERE id = ? AND (status = 'pending' OR status = 'retrying')`
-	unparkSQL   = `UPDATE deliveries SET run_at = ? WHERE id = ? AND (status = 'pending' OR status = 'retrying')`
-	skipSQL     = `UPDATE deliveries SET status = 'skipped', skip_reason = ?, done_at = ?, run_at = ?, forced = 0 WHERE id = ? AND (status = 'pending' OR status = 'retrying')`
+	parkSQL     = `UPDATE deliveries SET run_at = ` + parkedSQL + ` WHERE id = ? AND (status = 'pending' OR status = 'retrying' OR status = 'paused')`
+	unparkSQL   = `UPDATE deliveries SET run_at = ? WHERE id = ? AND (status = 'pending' OR status = 'retrying' OR status = 'paused')`
+	skipSQL     = `UPDATE deliveries SET status = 'skipped', skip_reason = ?, done_at = ?, run_at = ?, forced = 0 WHERE id = ? AND (status = 'pending' OR status = 'retrying' OR status = 'paused')`
 	// waitingSQL is the condition of a lane's waiting deliveries, through
 	// deliveries_lane.
-	waitingSQL   = `target = ? AND lane = ? AND run_at = ` + parkedSQL + ` AND (status = 'pending' OR status = 'retrying')`
+	waitingSQL   = `target = ? AND lane = ? AND run_at = ` + parkedSQL + ` AND (status = 'pending' OR status = 'retrying' OR status = 'paused')`
 	skipStaleSQL = `UPDATE deliveries SET status = 'skipped', skip_reason = ?, done_at = ?, run_at = ?, forced = 0
 		WHERE ` + waitingSQL + ` AND forced = 0 AND rank != '' AND rank <= ?`
 	skipWaitingSQL = `UPDATE deliveries SET status = 'skipped', skip_reason = ?, done_at = ?, run_at = ?, forced = 0

@@ -59,7 +59,8 @@ const pauseSQL = `UPDATE deliveries INDEXED BY deliveries_due SET status = 'paus
 // held for a reason that is now gone), and those due earlier keep their
 // place in the claim's order.
 const resumeSQL = `UPDATE deliveries INDEXED BY deliveries_paused
-	SET status = CASE WHEN attempts = 0 THEN 'pending' ELSE 'retrying' END, run_at = min(run_at, ?)
+	SET status = CASE WHEN attempts = 0 THEN 'pending' ELSE 'retrying' END,
+		run_at = CASE WHEN run_at = ` + parkedSQL + ` THEN run_at ELSE min(run_at, ?) END
 	WHERE status = 'paused' AND target = ?`
 
 // Pause holds target's queued deliveries, and every one queued for it

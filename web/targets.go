@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"slices"
@@ -25,6 +26,7 @@ type TargetState struct {
 	Kind        string     `json:"kind"` // url or command
 	Paused      bool       `json:"paused"`
 	PausedSince *time.Time `json:"paused_since,omitempty"`
+	Order       string     `json:"order"` // none, fifo, latest or coalesce
 }
 
 // PauseAnswer is the answer of POST /api/targets/{name}/pause and
@@ -50,7 +52,7 @@ func (h *Handler) apiTargets(w http.ResponseWriter, r *http.Request) {
 	}
 	out := []TargetState{}
 	for _, t := range h.opt.Targets {
-		st := TargetState{Name: t.Name, Sources: t.SourceNames(), Kind: "url"}
+		st := TargetState{Name: t.Name, Sources: t.SourceNames(), Kind: "url", Order: cmp.Or(t.Order, "none")}
 		if len(t.Command) > 0 {
 			st.Kind = "command"
 		}

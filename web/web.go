@@ -246,15 +246,11 @@ func ParseQuery(v url.Values, now time.Time) (Query, error) {
 			ok = ok || s == q.Status
 		}
 		if !ok {
-			return bad("status", strconv.Quote(q.Status)+": want pending, running, retrying, done, dead or skipped")
+			return bad("status", strconv.Quote(q.Status)+": want pending, running, retrying, paused, done, dead or skipped")
 		}
 		f.Status = q.Status
 	}
-	if q.Key != "" {
-		// The order key is stored with ordering lanes; until then no
-		// event has one, and a filter that matched nothing would mislead.
-		return bad("key", "this store keeps no order keys yet: events cannot be filtered by key")
-	}
+	f.Key = q.Key
 	var err error
 	if f.Since, err = replay.ParseWhen(q.Since, now); err != nil {
 		return bad("since", err.Error())

@@ -14,6 +14,7 @@ import (
 )
 
 var laneTests = []test{
+	{"A pause holds a lane and the resume goes on in order", testLanePause},
 	{"FIFO runs one at a time in version order", testLaneFIFO},
 	{"Lanes run in parallel; a stuck lane holds only itself", testLaneStuck},
 	{"A dead head lets its lane go on", testLaneDeadHead},
@@ -586,4 +587,48 @@ func testLaneHandOff(t *testing.T, e Engine) {
 		t.Fatal("the lane's last completion handed something over")
 	}
 	wantStatus(t, e, b, "t", queue.Done, "")
+}
+
+// A pause that lands while a lane's head runs holds the rest of the lane,
+// and the resume lets it go on one at a time, in version order: the
+// deliveries waiting behind the head are neither lost from the lane nor
+// all released at once.
+func testLanePause(t *testing.T, e Engine) {
+	e.SetOrder(fifo("ordered"))
+	v1 := ingestLane(t, e, "evt_p1", "pi_p", "1", t0, "ordered")
+	v2 := ingestLane(t, e, "evt_p2", "pi_p", "2", t0, "ordered")
+	v3 := ingestLane(t, e, "evt_p3", "pi_p", "3", t0, "ordered")
+	ctx := context.Background()
+	now := t0.Add(time.Second)
+	jobs := claim(t, e, 100, now)
+	if len(jobs) != 1 || jobs[0].Event != v1 {
+		t.Fatalf("claimed %d jobs, want the head (event %d) alone", len(jobs), v1)
+	}
+	if _, err := e.Pause(ctx, "ordered", now); err != nil {
+		t.Fatal(err)
+	}
+	// The head finishes under the pause; nothing else of the lane runs.
+	complete(t, e, jobs[0], finishOK(jobs[0], now), now)
+	wantStatus(t, e, v1, "ordered", queue.Done, "")
+	if got := claim(t, e, 100, now.Add(time.Hour)); len(got) != 0 {
+		t.Fatalf("a paused target's delivery was claimed (event %d)", got[0].Event)
+	}
+	if _, err := e.Resume(ctx, "ordered", now.Add(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	later := now.Add(2 * time.Hour)
+	for _, want := range []int64{v2, v3} {
+		got := claim(t, e, 100, later)
+		if len(got) != 1 || got[0].Event != want {
+			var evs []int64
+			for _, j := range got {
+				evs = append(evs, j.Event)
+			}
+			t.Fatalf("after the resume claimed events %v, want %d alone", evs, want)
+		}
+		complete(t, e, got[0], finishOK(got[0], later), later)
+	}
+	for _, ev := range []int64{v2, v3} {
+		wantStatus(t, e, ev, "ordered", queue.Done, "")
+	}
 }
