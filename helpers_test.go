@@ -38,6 +38,10 @@ type testMain struct {
 	Dir  string
 	URL  string // http://127.0.0.1:port
 	Logs *syncBuffer
+
+	// AdminURL is the admin listener's (/metrics, the API): URL for the
+	// local sink, which shares its listener.
+	AdminURL string
 }
 
 // syncBuffer is a goroutine-safe log sink.
@@ -80,6 +84,9 @@ func MustRunMain(tb testing.TB, cfgText, dir string, opts ...func(*hookbox.Main)
 		}
 	}
 	cfg.Server.Listen = "127.0.0.1:0"
+	if !local {
+		cfg.Admin.Listen = "127.0.0.1:0"
+	}
 	cfg.Store.Path = filepath.Join(dir, "hookbox.db")
 	logs := &syncBuffer{}
 	m := hookbox.NewMain(cfg, zerolog.New(logs).Level(zerolog.DebugLevel))
@@ -90,7 +97,10 @@ func MustRunMain(tb testing.TB, cfgText, dir string, opts ...func(*hookbox.Main)
 	if err := m.Run(context.Background()); err != nil {
 		tb.Fatalf("run: %v", err)
 	}
-	tm := &testMain{Main: m, t: tb, Dir: dir, URL: "http://" + m.Addr(), Logs: logs}
+	tm := &testMain{Main: m, t: tb, Dir: dir, URL: "http://" + m.Addr(), AdminURL: "http://" + m.Addr(), Logs: logs}
+	if a := m.AdminAddr(); a != "" {
+		tm.AdminURL = "http://" + a
+	}
 	tb.Cleanup(func() { tm.Close() })
 	return tm
 }
@@ -309,10 +319,17 @@ func launchServe(tb testing.TB, addr string, stdout *syncBuffer, stderr io.Write
 // launchServeIn is launchServe in the working directory dir ("": this one).
 func launchServeIn(tb testing.TB, dir, addr string, stdout *syncBuffer, stderr io.Writer, args ...string) *serveProc {
 	tb.Helper()
+	return launchServeEnv(tb, dir, addr, nil, stdout, stderr, args...)
+}
+
+// launchServeEnv is launchServeIn with env (NAME=value) added to the
+// child's environment.
+func launchServeEnv(tb testing.TB, dir, addr string, env []string, stdout *syncBuffer, stderr io.Writer, args ...string) *serveProc {
+	tb.Helper()
 	p := &serveProc{addr: addr, output: stdout, exited: make(chan struct{})}
 	p.cmd = exec.Command(args[0], args[1:]...)
 	p.cmd.Dir = dir
-	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	p.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...)
 	p.cmd.Stdout, p.cmd.Stderr = stdout, stderr
 	if err := p.cmd.Start(); err != nil {
 		tb.Fatalf("start serve: %v", err)

@@ -17,13 +17,18 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"hookbox/admin"
+	"hookbox/admission"
 	"hookbox/config"
 	"hookbox/dedupe"
 	"hookbox/handlers"
 	"hookbox/inbox"
 	"hookbox/internal/cli"
+	"hookbox/internal/live"
+	"hookbox/internal/sdnotify"
 	"hookbox/metrics"
 	"hookbox/postgres"
 	"hookbox/queue"
@@ -71,11 +76,31 @@ type Main struct {
 	Sweeper  *dedupe.Sweeper
 	Receiver *receiver.Server
 	Metrics  *metrics.Metrics
+	// Admin serves /metrics (and what is mounted on it: the UI, the API)
+	// on [admin] listen, or, for the local sink, beside the webhooks on
+	// the sink's listener.
+	Admin  *admin.Server
+	Budget *admission.Budget
+	Live   *live.Monitor
+
+	// Notifier, when set, tells systemd READY=1 once serving, WATCHDOG=1
+	// after each passing liveness round if Watchdog is set (systemd's
+	// WatchdogSec), and STOPPING=1 at Close.
+	Notifier *sdnotify.Notifier
+	Watchdog time.Duration
+	// ShareListener serves the admin routes on the webhook listener, as
+	// the local sink does: only the bench server (on loopback) sets it,
+	// to read /metrics where it sends.
+	ShareListener bool
+	// BudgetInterval, when set, replaces how often the admission budgets
+	// are read (1s).
+	BudgetInterval time.Duration
 
 	storeID string // the store's identity: sqlite.RealPath, or the URL without its password
 	lock    *os.File
 	cancel  context.CancelFunc
 	serveCh chan error
+	adminCh chan error
 }
 
 // Store is what a running serve needs of a store engine; sqlite.DB and
@@ -87,6 +112,8 @@ type Store interface {
 	dedupe.Store
 	metrics.Queue
 	QueuedByTarget(ctx context.Context) (map[string]int64, error)
+	Waiting(ctx context.Context) (int64, error)
+	Ping(ctx context.Context) error
 	Running(ctx context.Context) ([]queue.RunningKey, error)
 	Close() error
 }
@@ -117,6 +144,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			ln.Close()
 		}
 	}()
+	m.Admin = admin.New(admin.Config{Token: m.Config.Admin.Token, Logger: m.component("admin")})
+	if !m.LocalSink && m.Config.Admin.Listen != "" {
+		if err := m.Admin.Listen(m.Config.Admin.Listen); err != nil {
+			return err
+		}
+	}
 	if err := m.openStore(ctx); err != nil {
 		return err
 	}
@@ -144,8 +177,20 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.Alerter.Start(ctx)
 	}
 	m.Sweeper.Start(ctx)
+	m.Budget.Start(ctx)
+	m.startLive(ctx)
 	m.serveCh = make(chan error, 1)
 	go func() { m.serveCh <- m.Receiver.Serve() }()
+	if m.Admin.Addr() != nil {
+		m.adminCh = make(chan error, 1)
+		go func() {
+			if err := m.Admin.Serve(); err != nil {
+				m.serveCh <- err
+			}
+			close(m.adminCh)
+		}()
+	}
+	m.notify("READY=1\nSTATUS=receiving webhooks")
 	return nil
 }
 
@@ -170,18 +215,8 @@ func (m *Main) openStore(ctx context.Context) error {
 	} else if err := m.openSQLite(); err != nil {
 		return err
 	}
-	m.Metrics = metrics.New(m.Store, m.Now)
-	if m.DB != nil {
-		m.Metrics.Store = func() metrics.CommitStats {
-			s := m.DB.Stats()
-			return metrics.CommitStats{Commits: s.Commits, Writes: s.Writes, FailedCommits: s.FailedCommit}
-		}
-	} else {
-		m.Metrics.Store = func() metrics.CommitStats {
-			s := m.PG.Stats()
-			return metrics.CommitStats{Commits: s.Commits, Writes: s.Writes, FailedCommits: s.FailedCommit}
-		}
-	}
+	m.buildMetrics()
+	m.buildBudget()
 	r := m.Config.Retention
 	m.Sweeper = &dedupe.Sweeper{Store: m.Store, Interval: r.Interval.D(), Payloads: r.Payloads.D(), Keys: r.Dedupe.D(),
 		First: m.FirstSweep, Now: m.Now, Logger: m.component("sweeper")}
@@ -244,6 +279,7 @@ func (m *Main) buildDelivery() error {
 		if m.AlertBackoff > 0 {
 			m.Alerter.Backoff.Base = m.AlertBackoff
 		}
+		m.Alerter.OnOutcome = m.Metrics.ObserveAlert
 	}
 	m.Pool = queue.NewPool(m.Store, queue.PoolConfig{
 		Workers:     cfg.Delivery.Workers,
@@ -254,7 +290,6 @@ func (m *Main) buildDelivery() error {
 		Targets:     targets,
 		Alerting:    m.Alerter != nil,
 		OnDead: func() {
-			m.Metrics.Dead.Add(1)
 			if m.Alerter != nil {
 				m.Alerter.Wake()
 			}
@@ -262,6 +297,8 @@ func (m *Main) buildDelivery() error {
 		OnDone: m.Metrics.ObserveDone,
 		Now:    m.Now,
 		Logger: m.component("queue"),
+
+		OnAttempt: m.Metrics.ObserveAttempt,
 	})
 	return nil
 }
@@ -283,13 +320,20 @@ func (m *Main) buildReceiver() error {
 		WriteTimeout:      cfg.Server.WriteTimeout.D(),
 		IdleTimeout:       cfg.Server.IdleTimeout.D(),
 		MaxHeaderBytes:    int(cfg.Server.MaxHeaderBytes.Int()),
-		Metrics:           m.Metrics,
+		Observe:           m.Metrics.ObserveAnswer,
+		Admit:             m.Budget.Admit,
+		Ready:             m.ready,
+		Fallback:          m.fallback(),
 		Now:               m.Now,
 		RefusedLogBurst:   m.RefusedLogBurst,
 		OnAnswer:          m.OnAnswer,
 		Logger:            m.component("receiver"),
 	}, ingest)
-	m.Metrics.Receiver = &m.Receiver.Counters
+	conflicts := &m.Receiver.Counters.Conflicts
+	m.Metrics.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "hookbox_duplicate_conflicts_total",
+		Help: "Redeliveries whose body differed from the stored one (the first is kept).",
+	}, func() float64 { return float64(conflicts.Load()) }))
 	return nil
 }
 
@@ -309,8 +353,12 @@ func (m *Main) Close() error {
 			first = err
 		}
 	}
+	m.notify("STOPPING=1")
 	if m.Receiver != nil && m.serveCh == nil {
 		keep(m.Receiver.Unbind())
+	}
+	if m.Admin != nil && m.adminCh == nil {
+		keep(m.Admin.Unbind())
 	}
 	if m.Receiver != nil && m.serveCh != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), m.Config.Server.ShutdownTimeout.D())
@@ -324,6 +372,18 @@ func (m *Main) Close() error {
 			keep(err)
 		}
 		cancel()
+	}
+	if m.adminCh != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		keep(m.Admin.Shutdown(ctx))
+		cancel()
+		<-m.adminCh
+	}
+	if m.Live != nil {
+		m.Live.Stop()
+	}
+	if m.Budget != nil {
+		m.Budget.Stop()
 	}
 	if m.Pool != nil {
 		m.Pool.Stop()

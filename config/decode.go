@@ -144,8 +144,9 @@ func decode(p *problems, data []byte, cfg *Config) {
 		"delivery":  &cfg.Delivery,
 		"alert":     &cfg.Alert,
 		"retention": &cfg.Retention,
+		"admin":     &cfg.Admin,
 	}
-	known := []string{"server", "store", "delivery", "alert", "retention", "source", "target"}
+	known := []string{"server", "store", "delivery", "alert", "retention", "admin", "source", "target"}
 	for _, k := range sortedKeys(top) {
 		switch k {
 		case "source":

@@ -33,6 +33,8 @@ func validate(p *problems, cfg *Config, getenv func(string) string) {
 	validateDelivery(scope{p, "delivery", "delivery"}, &cfg.Delivery)
 	validateAlert(scope{p, "alert", "alert"}, &cfg.Alert)
 	validateRetention(scope{p, "retention", "retention"}, &cfg.Retention)
+	validateBudgets(scope{p, "store", "store"}, &cfg.Store)
+	validateAdmin(scope{p, "admin", "admin"}, &cfg.Admin, getenv)
 
 	names := make([]string, len(cfg.Sources))
 	for i, s := range cfg.Sources {

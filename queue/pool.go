@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -85,8 +86,13 @@ type PoolConfig struct {
 	Alerting bool
 	// OnDead is called after a delivery went dead (to wake the alerter).
 	OnDead func()
-	// OnDone is called after a delivery succeeded, with its receive time.
-	OnDone func(receivedAt time.Time)
+	// OnDone is called after a delivery succeeded, with its target and
+	// its event's receive time.
+	OnDone func(target string, receivedAt time.Time)
+	// OnAttempt is called after each attempt's result is recorded, with
+	// its target and outcome (ok, failed, dead, interrupted, stale).
+	OnAttempt func(target, outcome string)
+
 	Now    func() time.Time
 	Logger zerolog.Logger
 }
@@ -116,6 +122,9 @@ type Pool struct {
 	dispatch  sync.WaitGroup
 	renewal   sync.WaitGroup
 	stopOnce  sync.Once
+
+	workersUp   atomic.Int32 // worker goroutines running
+	dispatching atomic.Bool  // the dispatcher runs
 }
 
 // prefetch is how many claimed jobs may wait for a worker. Claiming ahead
@@ -168,13 +177,27 @@ func (p *Pool) Start(ctx context.Context) error {
 	p.stopClaim, p.stopRun, p.runCtx = stopClaim, stopRun, runCtx
 	for range p.cfg.Workers {
 		p.wg.Add(1)
+		p.workersUp.Add(1) // counted before it runs: Alive is true once Start returns
 		go p.worker()
 	}
 	p.dispatch.Add(1)
+	p.dispatching.Store(true)
 	go p.dispatcher(claimCtx)
 	if p.cfg.Lease > 0 {
 		p.renewal.Add(1)
 		go p.renewer(runCtx)
+	}
+	return nil
+}
+
+// Alive returns nil while the dispatcher and every worker run (a worker
+// busy with a long attempt runs), else an error saying what stopped.
+func (p *Pool) Alive(context.Context) error {
+	if !p.dispatching.Load() {
+		return errors.New("the worker pool is not claiming (stopped, or not started)")
+	}
+	if n := int(p.workersUp.Load()); n < p.cfg.Workers {
+		return fmt.Errorf("%d of %d workers run", n, p.cfg.Workers)
 	}
 	return nil
 }
@@ -221,6 +244,7 @@ func (p *Pool) Stop() {
 
 func (p *Pool) dispatcher(ctx context.Context) {
 	defer p.dispatch.Done()
+	defer p.dispatching.Store(false)
 	for ctx.Err() == nil {
 		// Claim when at least half the prefetch room is free (or nothing
 		// waits at all), so claims are few and large under load. Results
@@ -327,6 +351,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 func (p *Pool) worker() {
 	defer p.wg.Done()
+	defer p.workersUp.Add(-1)
 	for j := range p.jobs {
 		select {
 		case p.taken <- struct{}{}:
@@ -414,6 +439,16 @@ func (p *Pool) run(j *Job) {
 // recorded reports a completion once its write is durable (or failed). It
 // runs on the store's writer goroutine: it must not block.
 func (p *Pool) recorded(j *Job, f Finish, out Outcome, err error) {
+	if p.cfg.OnAttempt != nil && (err == nil || errors.Is(err, ErrStale)) {
+		outcome := f.Attempt.Outcome
+		switch {
+		case errors.Is(err, ErrStale):
+			outcome = "stale"
+		case f.Dead:
+			outcome = "dead"
+		}
+		p.cfg.OnAttempt(j.Target, outcome)
+	}
 	switch {
 	case errors.Is(err, ErrStale):
 		p.finished(j.Delivery)
@@ -432,7 +467,7 @@ func (p *Pool) recorded(j *Job, f Finish, out Outcome, err error) {
 	case out.Err == nil:
 		jobLog(p.log.Debug(), j).Str("took", f.Attempt.Duration.String()).Msg("delivered")
 		if p.cfg.OnDone != nil {
-			p.cfg.OnDone(j.ReceivedAt)
+			p.cfg.OnDone(j.Target, j.ReceivedAt)
 		}
 	case f.Release:
 		jobLog(p.log.Info(), j).Msg("attempt interrupted by shutdown; released")

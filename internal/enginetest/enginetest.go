@@ -27,7 +27,9 @@ type Engine interface {
 	queue.AlertStore // the alerter's due alerts and outcomes
 	dedupe.Store     // the sweeper's Sweep
 	view.Store       // GetEvent, Deliveries, Attempts
-	metrics.Queue    // QueueStats
+	metrics.Queue    // QueueByTarget
+	QueueStats(ctx context.Context) (queue.Stats, error)
+	Waiting(ctx context.Context) (int64, error)
 	IngestEvents(ctx context.Context, evs []*dedupe.Event, targets []string) ([]dedupe.Result, error)
 	ListEvents(ctx context.Context, f dedupe.Filter) ([]dedupe.Stored, error)
 	DeadLetters(ctx context.Context, all bool, limit int) ([]queue.DeadLetter, error)

@@ -1,0 +1,7 @@
+package sqlite
+
+import "context"
+
+func (db *DB) QueryRowForTest(ctx context.Context, q string, dst ...any) error {
+	return db.reader.QueryRowContext(ctx, q).Scan(dst...)
+}
