@@ -95,6 +95,12 @@ type Main struct {
 	// BudgetInterval, when set, replaces how often the admission budgets
 	// are read (1s).
 	BudgetInterval time.Duration
+	// FreeDisk, when set, replaces how the free space under the store is
+	// read (statfs).
+	FreeDisk func(dir string) (uint64, error)
+	// LiveInterval, when set, replaces how often the liveness checks run
+	// (2s, or a third of systemd's WatchdogSec if shorter).
+	LiveInterval time.Duration
 
 	storeID string // the store's identity: sqlite.RealPath, or the URL without its password
 	lock    *os.File

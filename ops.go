@@ -54,6 +54,7 @@ func (m *Main) buildBudget() {
 		Waiting:     m.Store.Waiting,
 		MinFreeDisk: uint64(max(0, cfg.MinFreeDisk.Int())),
 		Interval:    m.BudgetInterval,
+		FreeDisk:    m.FreeDisk,
 		Logger:      m.component("admission"),
 	}
 	if m.DB != nil {
@@ -66,6 +67,9 @@ func (m *Main) buildBudget() {
 // round pets it, at least three times per WatchdogSec.
 func (m *Main) startLive(ctx context.Context) {
 	every := 2 * time.Second
+	if m.LiveInterval > 0 {
+		every = m.LiveInterval
+	}
 	if m.Watchdog > 0 {
 		every = min(every, m.Watchdog/3)
 	}
