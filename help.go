@@ -30,6 +30,7 @@ func commands() []entry {
 		{name: "event", summary: eventSummary, new: func(e cli.Env) command { return &EventCommand{e} }},
 		{name: "dead", summary: deadSummary, new: func(e cli.Env) command { return &DeadCommand{e} }},
 		{name: "replay", summary: replaySummary, new: func(e cli.Env) command { return &ReplayCommand{e} }},
+		{name: "backup", summary: backupSummary, new: func(e cli.Env) command { return &BackupCommand{Env: e} }},
 		{name: "fire", summary: fireSummary, new: func(e cli.Env) command { return &FireCommand{e} }},
 		{name: "presets", summary: presetsSummary, new: func(e cli.Env) command { return &PresetsCommand{e} }},
 		{name: "bench", summary: benchSummary, new: func(e cli.Env) command { return &BenchCommand{e} }},
