@@ -1,0 +1,75 @@
+package sqlite
+
+import (
+	"context"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"hookbox/dedupe"
+	"hookbox/queue"
+)
+
+// BenchmarkQueueCountsCost is what migration 0010's counting triggers and
+// its index cost each delivery: the same ingest (one delivery each), claim
+// and completion as done, on a store with them (counted) and one where
+// they were dropped (uncounted), with synchronous=off so that the fsync,
+// which dwarfs both, does not hide the CPU they add.
+func BenchmarkQueueCountsCost(b *testing.B) {
+	for _, counted := range []bool{false, true} {
+		name := "uncounted"
+		if counted {
+			name = "counted"
+		}
+		b.Run(name, func(b *testing.B) {
+			db, err := Open(filepath.Join(b.TempDir(), "hookbox.db"), Options{Synchronous: "off", Logger: zerolog.Nop()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			ctx := context.Background()
+			if !counted {
+				if _, err := db.Exec(ctx, `DROP TRIGGER deliveries_count_insert; DROP TRIGGER deliveries_count_update;
+					DROP TRIGGER deliveries_count_delete; DROP INDEX deliveries_waiting`); err != nil {
+					b.Fatal(err)
+				}
+			}
+			body := make([]byte, 1024)
+			now := time.Now()
+			const batch = 64
+			seq := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				var wg sync.WaitGroup
+				for range batch {
+					seq++
+					id := strconv.Itoa(seq)
+					wg.Go(func() {
+						if _, err := db.IngestEvent(ctx, &dedupe.Event{Source: "github", EventID: id, ReceivedAt: now, Body: body}, []string{"sink"}); err != nil {
+							b.Error(err)
+						}
+					})
+				}
+				wg.Wait()
+				jobs, err := db.Claim(ctx, batch, time.Minute, now, nil)
+				if err != nil || len(jobs) != batch {
+					b.Fatalf("claimed %d (%v), want %d", len(jobs), err, batch)
+				}
+				for _, j := range jobs {
+					wg.Go(func() {
+						f := queue.Finish{Attempt: queue.Attempt{Number: j.Attempt, StartedAt: now, Outcome: "ok", HTTPStatus: 200}}
+						if err := db.Complete(ctx, j, f, now); err != nil {
+							b.Error(err)
+						}
+					})
+				}
+				wg.Wait()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/delivery")
+		})
+	}
+}
