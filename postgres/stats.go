@@ -37,8 +37,11 @@ func (db *DB) QueueStats(ctx context.Context) (queue.Stats, error) {
 	return s, nil
 }
 
-// waitingCondition names the waiting deliveries, paused ones included.
-const waitingCondition = `status IN ('pending', 'retrying', 'running', 'paused')`
+// waitingCondition names the waiting deliveries: the deliveries_due
+// index's condition, so that the counts read that index and never the
+// whole table (done rows included). A status added to the waiting ones
+// (paused) belongs in both.
+const waitingCondition = dueCondition
 
 // QueueByTarget counts each target's waiting deliveries by status and its
 // dead letters not revived, and dates its oldest waiting delivery.

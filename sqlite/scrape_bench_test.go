@@ -77,11 +77,10 @@ func BenchmarkQueueByTarget(b *testing.B) {
 	})
 }
 
-// BenchmarkIngestWhileScraping ingests on the million-delivery store, on
-// its own and while another goroutine scrapes it without pause (each
-// scrape takes about 0.1 s): the scrapes read on their own connections and
-// never take the writer, so the ingest rate and its latency should not
-// move but for the CPU the scrapes share.
+// BenchmarkIngestWhileScraping ingests (a delivery each) on the
+// million-delivery store, on its own and while another goroutine scrapes it
+// every 10 ms, a hundred times Prometheus's usual rate: the scrapes read on
+// their own connections and never take the writer.
 func BenchmarkIngestWhileScraping(b *testing.B) {
 	db := openMillionQueued(b)
 	body := make([]byte, 1024)
@@ -91,7 +90,7 @@ func BenchmarkIngestWhileScraping(b *testing.B) {
 	for _, scraping := range []bool{false, true} {
 		name := "scrapes=none"
 		if scraping {
-			name = "scrapes=continuous"
+			name = "scrapes=every-10ms"
 		}
 		b.Run(name, func(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -99,7 +98,14 @@ func BenchmarkIngestWhileScraping(b *testing.B) {
 			var wg sync.WaitGroup
 			if scraping {
 				wg.Go(func() {
-					for ctx.Err() == nil {
+					ticker := time.NewTicker(10 * time.Millisecond)
+					defer ticker.Stop()
+					for {
+						select {
+						case <-ctx.Done():
+							return
+						case <-ticker.C:
+						}
 						if _, err := db.QueueByTarget(ctx); err == nil {
 							scrapes.Add(1)
 						}
