@@ -66,12 +66,15 @@ func (m *Main) buildBudget() {
 // writer, and the worker pool. With systemd's watchdog, each passing
 // round pets it, at least three times per WatchdogSec.
 func (m *Main) startLive(ctx context.Context) {
-	every := 2 * time.Second
+	// A write waits behind the batch being committed: under a burst, a
+	// second or two. The check allows 5 s before it says the writer is
+	// stuck, and never longer than a third of the watchdog's period.
+	every, timeout := 2*time.Second, 5*time.Second
 	if m.LiveInterval > 0 {
 		every = m.LiveInterval
 	}
 	if m.Watchdog > 0 {
-		every = min(every, m.Watchdog/3)
+		every, timeout = min(every, m.Watchdog/3), min(timeout, m.Watchdog/3)
 	}
 	m.Live = &live.Monitor{
 		Checks: []live.Check{
@@ -79,6 +82,7 @@ func (m *Main) startLive(ctx context.Context) {
 			{Name: "workers", Run: m.Pool.Alive},
 		},
 		Interval: every,
+		Timeout:  timeout,
 		Logger:   m.component("live"),
 	}
 	if m.Watchdog > 0 {
