@@ -185,7 +185,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.Sweeper.Start(ctx)
 	m.Budget.Start(ctx)
 	m.startLive(ctx)
-	m.serveCh = make(chan error, 1)
+	m.serveCh = make(chan error, 2) // the receiver's, and the admin listener's failure
 	go func() { m.serveCh <- m.Receiver.Serve() }()
 	if m.Admin.Addr() != nil {
 		m.adminCh = make(chan error, 1)
