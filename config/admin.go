@@ -21,9 +21,11 @@ type Admin struct {
 // deliveries above which new webhooks are answered 503.
 const DefaultMaxQueued = 1_000_000
 
-func validateAdmin(sc scope, a *Admin, getenv func(string) string) {
+func validateAdmin(sc scope, a *Admin, server string, getenv func(string) string) {
 	a.Token = ""
-	if a.Listen != "" {
+	if _, port, _ := net.SplitHostPort(a.Listen); a.Listen != "" && a.Listen == server && port != "0" {
+		sc.add("listen", a.Listen, "the same address as server.listen: the admin listener needs a port of its own")
+	} else if a.Listen != "" {
 		if _, port, err := net.SplitHostPort(a.Listen); err != nil {
 			sc.add("listen", a.Listen, `want host:port, e.g. "127.0.0.1:8081"`)
 		} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {

@@ -336,6 +336,7 @@ func TestParse_Validation(t *testing.T) {
 		{"Admin beyond loopback without a token", "[admin]\nlisten = \"0.0.0.0:8081\"\n", "admin.token_env", ""},
 		{"Admin token_env bad name", "[admin]\nlisten = \"127.0.0.1:8081\"\ntoken_env = \"A-B\"\n", "admin.token_env", "A-B"},
 		{"Admin token_env empty", "[admin]\nlisten = \"0.0.0.0:8081\"\ntoken_env = \"EMPTY_VAR\"\n", "admin.token_env", "EMPTY_VAR"},
+		{"Admin on the webhook listener", "[server]\nlisten = \"127.0.0.1:9000\"\n[admin]\nlisten = \"127.0.0.1:9000\"\n", "admin.listen", "127.0.0.1:9000"},
 		{"Admin unknown key", "[admin]\ntoken = \"x\"\n", "admin.token", ""},
 
 		// [delivery]

@@ -34,7 +34,7 @@ func validate(p *problems, cfg *Config, getenv func(string) string) {
 	validateAlert(scope{p, "alert", "alert"}, &cfg.Alert)
 	validateRetention(scope{p, "retention", "retention"}, &cfg.Retention)
 	validateBudgets(scope{p, "store", "store"}, &cfg.Store)
-	validateAdmin(scope{p, "admin", "admin"}, &cfg.Admin, getenv)
+	validateAdmin(scope{p, "admin", "admin"}, &cfg.Admin, cfg.Server.Listen, getenv)
 
 	names := make([]string, len(cfg.Sources))
 	for i, s := range cfg.Sources {
