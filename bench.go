@@ -129,6 +129,7 @@ func (c *BenchServerCommand) Run(ctx context.Context, args []string) error {
 				return "", nil, fmt.Errorf("bench-server: listen: %w", err)
 			}
 			m := NewMain(cfg, zerolog.New(c.Stderr).Level(zerolog.WarnLevel).With().Timestamp().Logger())
+			m.ShareListener = true // the bench reads /metrics where it sends
 			if err := m.Run(ctx); err != nil {
 				return "", nil, err
 			}

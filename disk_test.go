@@ -217,7 +217,7 @@ func TestDisk_FullThenRecovers(t *testing.T) {
 	t.Logf("full disk: %d accepted before full, %d refused with 503 + Retry-After, accepted again after %d tries once space was freed; %d acked, %d lost; failed commits %d",
 		full, len(refused), retried, len(acked), lost, tm.DB.Stats().FailedCommit)
 	// An operator sees it in the metrics.
-	resp, err := client.Get(tm.URL + "/metrics")
+	resp, err := client.Get(tm.AdminURL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

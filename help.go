@@ -33,6 +33,7 @@ func commands() []entry {
 		{name: "pause", summary: pauseSummary, new: func(e cli.Env) command { return &PauseCommand{e} }},
 		{name: "resume", summary: resumeSummary, new: func(e cli.Env) command { return &ResumeCommand{e} }},
 		{name: "lanes", summary: lanesSummary, new: func(e cli.Env) command { return &LanesCommand{e} }},
+		{name: "backup", summary: backupSummary, new: func(e cli.Env) command { return &BackupCommand{Env: e} }},
 		{name: "fire", summary: fireSummary, new: func(e cli.Env) command { return &FireCommand{e} }},
 		{name: "presets", summary: presetsSummary, new: func(e cli.Env) command { return &PresetsCommand{e} }},
 		{name: "bench", summary: benchSummary, new: func(e cli.Env) command { return &BenchCommand{e} }},

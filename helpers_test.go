@@ -38,6 +38,10 @@ type testMain struct {
 	Dir  string
 	URL  string // http://127.0.0.1:port
 	Logs *syncBuffer
+
+	// AdminURL is the admin listener's (/metrics, the API): URL for the
+	// local sink, which shares its listener.
+	AdminURL string
 }
 
 // syncBuffer is a goroutine-safe log sink.
@@ -80,6 +84,9 @@ func MustRunMain(tb testing.TB, cfgText, dir string, opts ...func(*hookbox.Main)
 		}
 	}
 	cfg.Server.Listen = "127.0.0.1:0"
+	if !local {
+		cfg.Admin.Listen = "127.0.0.1:0"
+	}
 	cfg.Store.Path = filepath.Join(dir, "hookbox.db")
 	logs := &syncBuffer{}
 	m := hookbox.NewMain(cfg, zerolog.New(logs).Level(zerolog.DebugLevel))
@@ -90,7 +97,10 @@ func MustRunMain(tb testing.TB, cfgText, dir string, opts ...func(*hookbox.Main)
 	if err := m.Run(context.Background()); err != nil {
 		tb.Fatalf("run: %v", err)
 	}
-	tm := &testMain{Main: m, t: tb, Dir: dir, URL: "http://" + m.Addr(), Logs: logs}
+	tm := &testMain{Main: m, t: tb, Dir: dir, URL: "http://" + m.Addr(), AdminURL: "http://" + m.Addr(), Logs: logs}
+	if a := m.AdminAddr(); a != "" {
+		tm.AdminURL = "http://" + a
+	}
 	tb.Cleanup(func() { tm.Close() })
 	return tm
 }

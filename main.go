@@ -19,14 +19,19 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"hookbox/admin"
+	"hookbox/admission"
 	"hookbox/config"
 	"hookbox/dedupe"
 	"hookbox/handlers"
 	"hookbox/health"
 	"hookbox/inbox"
 	"hookbox/internal/cli"
+	"hookbox/internal/live"
+	"hookbox/internal/sdnotify"
 	"hookbox/leader"
 	"hookbox/metrics"
 	"hookbox/order"
@@ -85,6 +90,31 @@ type Main struct {
 	// Refetch makes the fetchers of the targets with refetch, and counts
 	// their fetches by outcome (Refetch.Counters).
 	Refetch *refetch.Set
+	// Admin serves /metrics (and what is mounted on it: the UI, the API)
+	// on [admin] listen, or, for the local sink, beside the webhooks on
+	// the sink's listener.
+	Admin  *admin.Server
+	Budget *admission.Budget
+	Live   *live.Monitor
+
+	// Notifier, when set, tells systemd READY=1 once serving, WATCHDOG=1
+	// after each passing liveness round if Watchdog is set (systemd's
+	// WatchdogSec), and STOPPING=1 at Close.
+	Notifier *sdnotify.Notifier
+	Watchdog time.Duration
+	// ShareListener serves the admin routes on the webhook listener, as
+	// the local sink does: only the bench server (on loopback) sets it,
+	// to read /metrics where it sends.
+	ShareListener bool
+	// BudgetInterval, when set, replaces how often the admission budgets
+	// are read (1s).
+	BudgetInterval time.Duration
+	// FreeDisk, when set, replaces how the free space under the store is
+	// read (statfs).
+	FreeDisk func(dir string) (uint64, error)
+	// LiveInterval, when set, replaces how often the liveness checks run
+	// (2s, or a third of systemd's WatchdogSec if shorter).
+	LiveInterval time.Duration
 
 	// Replica is this serve's identity among the replicas of a store,
 	// new at each start: PostgreSQL records it with each claim, and its
@@ -103,6 +133,7 @@ type Main struct {
 	lock    *os.File
 	cancel  context.CancelFunc
 	serveCh chan error
+	adminCh chan error
 }
 
 // Store is what a running serve needs of a store engine; sqlite.DB and
@@ -115,6 +146,8 @@ type Store interface {
 	metrics.Queue
 	health.Store
 	QueuedByTarget(ctx context.Context) (map[string]int64, error)
+	Waiting(ctx context.Context) (int64, error)
+	Ping(ctx context.Context) error
 	Running(ctx context.Context) ([]queue.RunningKey, error)
 	GetEvent(ctx context.Context, id int64) (dedupe.Stored, error)
 	// Pause and Resume hold and release a target's deliveries (hookbox
@@ -155,6 +188,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.Replica, err = replica.Self(); err != nil {
 		return err
 	}
+	m.Admin = admin.New(admin.Config{Token: m.Config.Admin.Token, Logger: m.component("admin")})
+	if !m.LocalSink && m.Config.Admin.Listen != "" {
+		if err := m.Admin.Listen(m.Config.Admin.Listen); err != nil {
+			return err
+		}
+	}
 	if err := m.openStore(ctx); err != nil {
 		return err
 	}
@@ -190,8 +229,20 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.lead(ctx)
 	m.Health.Start(ctx)
-	m.serveCh = make(chan error, 1)
+	m.Budget.Start(ctx)
+	m.startLive(ctx)
+	m.serveCh = make(chan error, 2) // the receiver's, and the admin listener's failure
 	go func() { m.serveCh <- m.Receiver.Serve() }()
+	if m.Admin.Addr() != nil {
+		m.adminCh = make(chan error, 1)
+		go func() {
+			if err := m.Admin.Serve(); err != nil {
+				m.serveCh <- err
+			}
+			close(m.adminCh)
+		}()
+	}
+	m.notify("READY=1\nSTATUS=receiving webhooks")
 	return nil
 }
 
@@ -260,18 +311,8 @@ func (m *Main) openStore(ctx context.Context) error {
 		return err
 	}
 	m.Store.SetOrder(m.Config.Lanes())
-	m.Metrics = metrics.New(m.Store, m.Now)
-	if m.DB != nil {
-		m.Metrics.Store = func() metrics.CommitStats {
-			s := m.DB.Stats()
-			return metrics.CommitStats{Commits: s.Commits, Writes: s.Writes, FailedCommits: s.FailedCommit}
-		}
-	} else {
-		m.Metrics.Store = func() metrics.CommitStats {
-			s := m.PG.Stats()
-			return metrics.CommitStats{Commits: s.Commits, Writes: s.Writes, FailedCommits: s.FailedCommit}
-		}
-	}
+	m.buildMetrics()
+	m.buildBudget()
 	r := m.Config.Retention
 	m.Sweeper = &dedupe.Sweeper{Store: m.Store, Interval: r.Interval.D(), Payloads: r.Payloads.D(), Keys: r.Dedupe.D(),
 		First: m.FirstSweep, Now: m.Now, Logger: m.component("sweeper")}
@@ -337,6 +378,7 @@ func (m *Main) buildDelivery() error {
 		if m.AlertBackoff > 0 {
 			m.Alerter.Backoff.Base = m.AlertBackoff
 		}
+		m.Alerter.OnOutcome = m.Metrics.ObserveAlert
 	}
 	m.buildHealth(notifier)
 	m.Pool = queue.NewPool(m.Store, queue.PoolConfig{
@@ -348,7 +390,6 @@ func (m *Main) buildDelivery() error {
 		Targets:     targets,
 		Alerting:    m.Alerter != nil,
 		OnDead: func() {
-			m.Metrics.Dead.Add(1)
 			if m.Alerter != nil {
 				m.Alerter.Wake()
 			}
@@ -357,6 +398,8 @@ func (m *Main) buildDelivery() error {
 		Poll:   cfg.Delivery.Poll.D(),
 		Now:    m.Now,
 		Logger: m.component("queue"),
+
+		OnAttempt: m.Metrics.ObserveAttempt,
 	})
 	return nil
 }
@@ -426,13 +469,20 @@ func (m *Main) buildReceiver() error {
 		WriteTimeout:      cfg.Server.WriteTimeout.D(),
 		IdleTimeout:       cfg.Server.IdleTimeout.D(),
 		MaxHeaderBytes:    int(cfg.Server.MaxHeaderBytes.Int()),
-		Metrics:           m.Metrics,
+		Observe:           m.Metrics.ObserveAnswer,
+		Admit:             m.Budget.Admit,
+		Ready:             m.ready,
+		Fallback:          m.fallback(),
 		Now:               m.Now,
 		RefusedLogBurst:   m.RefusedLogBurst,
 		OnAnswer:          m.OnAnswer,
 		Logger:            m.component("receiver"),
 	}, ingest)
-	m.Metrics.Receiver = &m.Receiver.Counters
+	conflicts := &m.Receiver.Counters.Conflicts
+	m.Metrics.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "hookbox_duplicate_conflicts_total",
+		Help: "Redeliveries whose body differed from the stored one (the first is kept).",
+	}, func() float64 { return float64(conflicts.Load()) }))
 	return nil
 }
 
@@ -452,8 +502,12 @@ func (m *Main) Close() error {
 			first = err
 		}
 	}
+	m.notify("STOPPING=1")
 	if m.Receiver != nil && m.serveCh == nil {
 		keep(m.Receiver.Unbind())
+	}
+	if m.Admin != nil && m.adminCh == nil {
+		keep(m.Admin.Unbind())
 	}
 	if m.Receiver != nil && m.serveCh != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), m.Config.Server.ShutdownTimeout.D())
@@ -467,6 +521,18 @@ func (m *Main) Close() error {
 			keep(err)
 		}
 		cancel()
+	}
+	if m.adminCh != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		keep(m.Admin.Shutdown(ctx))
+		cancel()
+		<-m.adminCh
+	}
+	if m.Live != nil {
+		m.Live.Stop()
+	}
+	if m.Budget != nil {
+		m.Budget.Stop()
 	}
 	if m.Pool != nil {
 		m.Pool.Stop()

@@ -13,6 +13,7 @@ import (
 	"hookbox/internal/cli"
 	"hookbox/internal/harden"
 	"hookbox/internal/logging"
+	"hookbox/internal/sdnotify"
 	"hookbox/receiver"
 )
 
@@ -57,6 +58,14 @@ and prints a line for each request it answers.`)
 	m := NewMain(cfg, logger)
 	m.LocalSink = local
 	m.Getenv = c.Getenv
+	if m.Notifier, err = sdnotify.New(c.Getenv("NOTIFY_SOCKET")); err != nil {
+		logger.Warn().Err(err).Msg("not notifying systemd")
+	}
+	if every, ok, err := sdnotify.WatchdogInterval(c.Getenv, os.Getpid()); err != nil {
+		logger.Warn().Err(err).Msg("not petting systemd's watchdog")
+	} else if ok {
+		m.Watchdog = every
+	}
 	if local {
 		lines, closeLines := logging.Lines(c.Stderr)
 		defer closeLines()
@@ -107,8 +116,12 @@ func (c *ServeCommand) started(m *Main, jsonLogs bool) {
 	addr := m.Addr()
 	cfg := m.Config
 	if !m.LocalSink {
-		m.Logger.Info().Str("version", version).Str("listen", "http://"+addr).Str("store", cfg.Store.Name()).
-			Int("sources", len(cfg.Sources)).Int("targets", len(cfg.Targets)).Msg("hookbox listening")
+		e := m.Logger.Info().Str("version", version).Str("listen", "http://"+addr).Str("store", cfg.Store.Name()).
+			Int("sources", len(cfg.Sources)).Int("targets", len(cfg.Targets))
+		if a := m.AdminAddr(); a != "" {
+			e = e.Str("admin", "http://"+a).Bool("admin_token", cfg.Admin.Token != "")
+		}
+		e.Msg("hookbox listening")
 		return
 	}
 	m.Logger.Info().Str("version", version).Str("listen", "http://"+addr).Str("store", cfg.Store.Name()).
@@ -120,11 +133,12 @@ func (c *ServeCommand) started(m *Main, jsonLogs bool) {
   send:  curl -sS http://%s/hooks/demo -H 'Content-Type: application/json' -d '{"id":"evt_1","type":"demo.created"}'
   look:  hookbox events            (or: go run . events)
          hookbox event --body ID   (the raw bytes)
+         http://%s/metrics
   Any /hooks/{name} is accepted unsigned; the event id comes from the usual headers
   (webhook-id, X-GitHub-Delivery, Idempotency-Key, ...) or a JSON "id", else one is generated.
   Each request is printed below as it is answered.
   Give a config (--config or $HOOKBOX_CONFIG) to verify signatures and deliver.
-`, version, cfg.Store.Name(), addr)
+`, version, cfg.Store.Name(), addr, addr)
 }
 
 // sinkLine is the local sink's line for one answered request: time,

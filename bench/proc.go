@@ -229,9 +229,12 @@ func Counters(ctx context.Context, client *http.Client, base string, names ...st
 		if !ok || i < 0 {
 			continue
 		}
-		if values[i], err = strconv.ParseInt(strings.TrimSpace(num), 10, 64); err != nil {
+		// The exposition format writes large counts as floats (1.5e+06).
+		f, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+		if err != nil {
 			return nil, fmt.Errorf("read metrics: %s %q: %w", name, num, err)
 		}
+		values[i] = int64(f)
 		found[i] = true
 	}
 	if err := sc.Err(); err != nil {

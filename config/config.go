@@ -24,6 +24,7 @@ type Config struct {
 	Alert     Alert     `toml:"alert"`
 	Retention Retention `toml:"retention"`
 	Health    Health    `toml:"health"`
+	Admin     Admin     `toml:"admin"`
 	Sources   []Source  `toml:"source"`
 	Targets   []Target  `toml:"target"`
 }
@@ -62,6 +63,11 @@ type Store struct {
 	URL         string `toml:"url"`         // postgres://…; never logged or echoed
 	URLEnv      string `toml:"url_env"`     // the variable holding a postgres:// URL
 	Synchronous string `toml:"synchronous"` // SQLite: "full" (default) | "normal" | "off"; lowercased by Parse
+	// MaxQueued and MinFreeDisk are the admission budgets: above
+	// MaxQueued waiting deliveries, or under MinFreeDisk free on the
+	// store's file system (SQLite), new webhooks get 503.
+	MaxQueued   int64 `toml:"max_queued"`    // default DefaultMaxQueued
+	MinFreeDisk Size  `toml:"min_free_disk"` // default 0: no disk budget
 }
 
 // PostgreSQL reports whether the store is a PostgreSQL database.
@@ -366,6 +372,7 @@ func DefaultConfig() Config {
 		Store: Store{
 			Path:        "hookbox.db",
 			Synchronous: "full",
+			MaxQueued:   DefaultMaxQueued,
 		},
 		Delivery: Delivery{
 			Workers:     4,

@@ -328,6 +328,17 @@ func TestParse_Validation(t *testing.T) {
 		{"Store url with synchronous", "[store]\nurl = \"postgres://db/x\"\nsynchronous = \"normal\"\n", "store.synchronous", "normal"},
 		{"Store url_env bad name", "[store]\nurl_env = \"1DB\"\n", "store.url_env", "1DB"},
 		{"Store url_env unset", "[store]\nurl_env = \"HOOKBOX_TEST_UNSET_URL\"\n", "store.url_env", "HOOKBOX_TEST_UNSET_URL"},
+		{"Max queued zero", "[store]\nmax_queued = 0\n", "store.max_queued", "0"},
+		{"Min free disk not a size", "[store]\nmin_free_disk = \"lots\"\n", "store.min_free_disk", "lots"},
+		{"Min free disk on PostgreSQL", "[store]\nurl = \"postgres://db/x\"\nmin_free_disk = \"1GiB\"\n", "store.min_free_disk", "1GiB"},
+
+		// [admin]
+		{"Admin listen without port", "[admin]\nlisten = \"127.0.0.1\"\n", "admin.listen", "127.0.0.1"},
+		{"Admin beyond loopback without a token", "[admin]\nlisten = \"0.0.0.0:8081\"\n", "admin.token_env", ""},
+		{"Admin token_env bad name", "[admin]\nlisten = \"127.0.0.1:8081\"\ntoken_env = \"A-B\"\n", "admin.token_env", "A-B"},
+		{"Admin token_env empty", "[admin]\nlisten = \"0.0.0.0:8081\"\ntoken_env = \"EMPTY_VAR\"\n", "admin.token_env", "EMPTY_VAR"},
+		{"Admin on the webhook listener", "[server]\nlisten = \"127.0.0.1:9000\"\n[admin]\nlisten = \"127.0.0.1:9000\"\n", "admin.listen", "127.0.0.1:9000"},
+		{"Admin unknown key", "[admin]\ntoken = \"x\"\n", "admin.token", ""},
 
 		// [delivery]
 		{"Workers zero", "[delivery]\nworkers = 0\n", "delivery.workers", "0"},
@@ -880,5 +891,28 @@ func TestParse_PermanentStatus(t *testing.T) {
 	_, err = config.Parse("c.toml", []byte(srcStripe+tgt+"permanent_status = 410\n"), env(nil))
 	if ps := problems(t, err); len(ps) != 1 || ps[0].Msg != "want an array of integers, got an integer" {
 		t.Errorf("permanent_status = 410: %v, want one problem saying an array of integers is wanted", err)
+	}
+}
+
+func TestParse_Admin(t *testing.T) {
+	cfg, err := config.Parse("c.toml", []byte(srcStripe), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Admin.Listen != "" || cfg.Admin.Token != "" || cfg.Store.MaxQueued != 1_000_000 || cfg.Store.MinFreeDisk != 0 {
+		t.Errorf("defaults: admin %+v, max_queued %d, min_free_disk %d; want the admin listener off, 1000000, 0", cfg.Admin, cfg.Store.MaxQueued, cfg.Store.MinFreeDisk)
+	}
+	doc := srcStripe + "[admin]\nlisten = \"10.0.0.5:8081\"\ntoken_env = \"ADMIN_TOKEN\"\n[store]\nmin_free_disk = \"2GiB\"\nmax_queued = 5000\n"
+	cfg, err = config.Parse("c.toml", []byte(doc), env(map[string]string{"ADMIN_TOKEN": "t0k"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Admin.Token != "t0k" || cfg.Store.MinFreeDisk != 2<<30 || cfg.Store.MaxQueued != 5000 {
+		t.Errorf("got admin %+v, store %+v", cfg.Admin, cfg.Store)
+	}
+	// The token is resolved on loopback too: once named, always required.
+	cfg, err = config.Parse("c.toml", []byte(srcStripe+"[admin]\nlisten = \"127.0.0.1:8081\"\ntoken_env = \"ADMIN_TOKEN\"\n"), env(map[string]string{"ADMIN_TOKEN": "t0k"}))
+	if err != nil || cfg.Admin.Token != "t0k" {
+		t.Errorf("loopback with token_env: token %q, %v; want it resolved", cfg.Admin.Token, err)
 	}
 }

@@ -145,8 +145,9 @@ func decode(p *problems, data []byte, cfg *Config) {
 		"alert":     &cfg.Alert,
 		"retention": &cfg.Retention,
 		"health":    &cfg.Health,
+		"admin":     &cfg.Admin,
 	}
-	known := []string{"server", "store", "delivery", "alert", "retention", "health", "source", "target"}
+	known := []string{"server", "store", "delivery", "alert", "retention", "health", "admin", "source", "target"}
 	for _, k := range sortedKeys(top) {
 		switch k {
 		case "source":

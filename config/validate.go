@@ -34,6 +34,8 @@ func validate(p *problems, cfg *Config, getenv func(string) string) {
 	validateAlert(scope{p, "alert", "alert"}, &cfg.Alert)
 	validateRetention(scope{p, "retention", "retention"}, &cfg.Retention)
 	validateHealth(scope{p, "health", "health"}, &cfg.Health)
+	validateBudgets(scope{p, "store", "store"}, &cfg.Store)
+	validateAdmin(scope{p, "admin", "admin"}, &cfg.Admin, cfg.Server.Listen, getenv)
 
 	names := make([]string, len(cfg.Sources))
 	for i, s := range cfg.Sources {

@@ -1,119 +1,175 @@
-// Package metrics serves hookbox's counters and queue figures in the Prometheus text format.
+// Package metrics holds hookbox's Prometheus metrics, on a registry of
+// their own (never the default one): the counters and histograms the
+// receiver, the worker pool and the alerter feed as things happen, and the
+// collectors that read the queue and the store at scrape time. Each area
+// has its collector; a new figure read at scrape time is one collector
+// (Gauges, or a type of its own) registered with Register.
 package metrics
 
 import (
-	"context"
-	"fmt"
 	"net/http"
-	"slices"
-	"sort"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"hookbox/queue"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"hookbox/receiver"
 )
 
-// latencyBuckets are the receive→done histogram's upper bounds, in seconds.
-var latencyBuckets = []float64{0.01, 0.05, 0.1, 0.5, 1, 5, 30, 60, 300, 1800, 3600, 21600, 86400}
+// UnknownSource is the source label of requests to a /hooks/ name no
+// [[source]] has: one label for all of them, so that requests to made-up
+// names cannot grow the number of series.
+const UnknownSource = "(unknown)"
 
-// Queue is where the queue figures come from: the store engine.
-type Queue interface {
-	// QueueStats counts the queued and dead deliveries and dates the
-	// oldest queued one.
-	QueueStats(ctx context.Context) (queue.Stats, error)
-}
+// doneBuckets are the receive→done histogram's upper bounds, in seconds:
+// from a local target's few milliseconds to a day of retries.
+var doneBuckets = []float64{0.01, 0.05, 0.1, 0.5, 1, 5, 30, 60, 300, 1800, 3600, 21600, 86400}
 
-// CommitStats are the store's commit counters.
-type CommitStats struct {
-	Commits       int64 // transactions committed
-	Writes        int64 // writes batched into them
-	FailedCommits int64 // transactions that failed: none of their writes happened
-}
+// ackBuckets are the ack latency histogram's upper bounds, in seconds.
+var ackBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
 
-// Metrics serves counters and queue figures in the Prometheus text format.
+// Metrics are a running serve's metrics and the registry that serves them.
 type Metrics struct {
-	q        Queue
+	Registry *prometheus.Registry
 	now      func() time.Time
-	Receiver *receiver.Counters
-	Dead     atomic.Int64
-	// Store reads the store's commit counters; nil leaves them out.
-	Store func() CommitStats
 
-	mu      sync.Mutex
-	buckets []int64
-	count   int64
-	sum     float64
+	received  *prometheus.CounterVec
+	ack       prometheus.Histogram
+	done      *prometheus.HistogramVec
+	delivered prometheus.Counter
+	attempts  *prometheus.CounterVec
+	dead      *prometheus.CounterVec
+	alerts    *prometheus.CounterVec
 }
 
-// New returns metrics reading queue figures from q.
-func New(q Queue, now func() time.Time) *Metrics {
-	return &Metrics{q: q, now: now, buckets: make([]int64, len(latencyBuckets))}
+// New returns the metrics on a new registry holding them and the Go and
+// process collectors; now dates receive→done.
+func New(now func() time.Time) *Metrics {
+	if now == nil {
+		now = time.Now
+	}
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		now:      now,
+		received: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookbox_received_total",
+			Help: "Webhook requests answered, by source and result: accepted, duplicate, rejected (4xx) or unavailable (503); reason says why one was rejected or unavailable.",
+		}, []string{"source", "result", "reason"}),
+		ack: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "hookbox_ack_seconds",
+			Help:    "Time from a webhook request's arrival to its answer, for every answer.",
+			Buckets: ackBuckets,
+		}),
+		done: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "hookbox_receive_to_done_seconds",
+			Help:    "Time from an event's receipt to its successful delivery, by target.",
+			Buckets: doneBuckets,
+		}, []string{"target"}),
+		delivered: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hookbox_delivered_total",
+			Help: "Deliveries that succeeded since the start (hookbox_receive_to_done_seconds_count by target).",
+		}),
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookbox_attempts_total",
+			Help: "Delivery attempts recorded, by target and outcome: ok, failed (retried), dead, interrupted (by shutdown) or stale (lease lost).",
+		}, []string{"target", "outcome"}),
+		dead: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookbox_dead_total",
+			Help: "Deliveries that went dead since the start, by target.",
+		}, []string{"target"}),
+		alerts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookbox_alerts_total",
+			Help: "Alerts sent through [alert], by kind and outcome: sent, failed (tried again) or given_up.",
+		}, []string{"kind", "outcome"}),
+	}
+	m.Registry.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.received, m.ack, m.done, m.delivered, m.attempts, m.dead, m.alerts,
+	)
+	return m
 }
 
-// ObserveDone records one successful delivery of an event received at t.
-func (m *Metrics) ObserveDone(received time.Time) {
-	d := m.now().Sub(received).Seconds()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.count++
-	m.sum += d
-	for i, b := range latencyBuckets {
-		if d <= b {
-			m.buckets[i]++
+// Init makes the series of each source's accepted and duplicate requests
+// and each target's attempts and deliveries exist at 0 from the start, so
+// that a rate over them is 0, not absent, until something happens.
+func (m *Metrics) Init(sources, targets []string) {
+	for _, s := range sources {
+		m.received.WithLabelValues(s, "accepted", "")
+		m.received.WithLabelValues(s, "duplicate", "")
+	}
+	for _, t := range targets {
+		m.done.WithLabelValues(t)
+		m.dead.WithLabelValues(t)
+		for _, o := range []string{"ok", "failed", "dead"} {
+			m.attempts.WithLabelValues(t, o)
 		}
 	}
 }
 
-func (m *Metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-	defer cancel()
-	st, err := m.q.QueueStats(ctx)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
-		return
+// Register adds collectors to the registry; it fails on a name or label
+// set already registered.
+func (m *Metrics) Register(cs ...prometheus.Collector) error {
+	for _, c := range cs {
+		if err := m.Registry.Register(c); err != nil {
+			return err
+		}
 	}
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-	if c := m.Receiver; c != nil {
-		fmt.Fprintf(w, "# HELP hookbox_received_total Webhooks answered 200, by result.\n# TYPE hookbox_received_total counter\n")
-		fmt.Fprintf(w, "hookbox_received_total{result=\"accepted\"} %d\n", c.Accepted.Load())
-		fmt.Fprintf(w, "hookbox_received_total{result=\"duplicate\"} %d\n", c.Duplicates.Load())
-		fmt.Fprintf(w, "# HELP hookbox_duplicate_conflicts_total Redeliveries whose body differed from the stored one.\n# TYPE hookbox_duplicate_conflicts_total counter\n")
-		fmt.Fprintf(w, "hookbox_duplicate_conflicts_total %d\n", c.Conflicts.Load())
-		fmt.Fprintf(w, "# HELP hookbox_rejected_total Requests answered 4xx.\n# TYPE hookbox_rejected_total counter\nhookbox_rejected_total %d\n", c.Rejected.Load())
-		fmt.Fprintf(w, "# HELP hookbox_unavailable_total Requests answered 503 (store could not commit).\n# TYPE hookbox_unavailable_total counter\nhookbox_unavailable_total %d\n", c.Failed.Load())
+	return nil
+}
+
+// Handler serves the registry in the Prometheus exposition format. A
+// collector that fails (the store cannot be read) leaves out its figures
+// and the scrape goes on with the rest; the error goes to log.
+func (m *Metrics) Handler(log promhttp.Logger) http.Handler {
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{
+		ErrorLog:            log,
+		ErrorHandling:       promhttp.ContinueOnError,
+		MaxRequestsInFlight: 4,
+		Timeout:             10 * time.Second,
+	})
+}
+
+// ObserveAnswer counts one answered webhook request and its latency
+// (receiver.Config.Observe).
+func (m *Metrics) ObserveAnswer(a receiver.Answer) {
+	source, result := a.Source, a.Result
+	switch {
+	case a.Reason == "unknown_source":
+		source = UnknownSource
+		result = "rejected"
+	case result != "":
+	case a.Status >= 500:
+		result = "unavailable"
+	case a.Status >= 400:
+		result = "rejected"
+	default:
+		// A provider's handshake (Slack's url_verification, ...):
+		// answered 200, nothing stored.
+		result = "handshake"
 	}
-	if m.Store != nil {
-		s := m.Store()
-		fmt.Fprintf(w, "# HELP hookbox_store_commits_total Transactions committed (one fsync each with store.synchronous full); writes ÷ commits is the group commit's batch size.\n# TYPE hookbox_store_commits_total counter\nhookbox_store_commits_total %d\n", s.Commits)
-		fmt.Fprintf(w, "# HELP hookbox_store_writes_total Writes (an event received, a claim, a result, ...) batched into committed transactions.\n# TYPE hookbox_store_writes_total counter\nhookbox_store_writes_total %d\n", s.Writes)
-		fmt.Fprintf(w, "# HELP hookbox_store_failed_commits_total Transactions that failed to commit: none of their writes happened.\n# TYPE hookbox_store_failed_commits_total counter\nhookbox_store_failed_commits_total %d\n", s.FailedCommits)
+	m.received.WithLabelValues(source, result, a.Reason).Inc()
+	m.ack.Observe(a.Took.Seconds())
+}
+
+// ObserveDone records one successful delivery to target of an event
+// received at t (queue.PoolConfig.OnDone).
+func (m *Metrics) ObserveDone(target string, received time.Time) {
+	m.done.WithLabelValues(target).Observe(max(0, m.now().Sub(received).Seconds()))
+	m.delivered.Inc()
+}
+
+// ObserveAttempt counts one recorded attempt (queue.PoolConfig.OnAttempt),
+// and a dead delivery.
+func (m *Metrics) ObserveAttempt(target, outcome string) {
+	m.attempts.WithLabelValues(target, outcome).Inc()
+	if outcome == "dead" {
+		m.dead.WithLabelValues(target).Inc()
 	}
-	fmt.Fprintf(w, "# HELP hookbox_dead_total Deliveries that went dead since start.\n# TYPE hookbox_dead_total counter\nhookbox_dead_total %d\n", m.Dead.Load())
-	m.mu.Lock()
-	count, sum, buckets := m.count, m.sum, slices.Clone(m.buckets)
-	m.mu.Unlock()
-	// The same count as hookbox_receive_to_done_seconds_count, under the
-	// name a dashboard looks for.
-	fmt.Fprintf(w, "# HELP hookbox_delivered_total Deliveries that succeeded since start.\n# TYPE hookbox_delivered_total counter\nhookbox_delivered_total %d\n", count)
-	fmt.Fprintf(w, "# HELP hookbox_deliveries Deliveries queued (pending, running, retrying) or dead in the store.\n# TYPE hookbox_deliveries gauge\n")
-	statuses := make([]string, 0, len(st.ByStatus))
-	for s := range st.ByStatus {
-		statuses = append(statuses, s)
-	}
-	sort.Strings(statuses)
-	for _, s := range statuses {
-		fmt.Fprintf(w, "hookbox_deliveries{status=%q} %d\n", s, st.ByStatus[s])
-	}
-	age := 0.0
-	if !st.OldestQueued.IsZero() {
-		age = m.now().Sub(st.OldestQueued).Seconds()
-	}
-	fmt.Fprintf(w, "# HELP hookbox_oldest_queued_seconds Age of the oldest delivery not yet done or dead.\n# TYPE hookbox_oldest_queued_seconds gauge\nhookbox_oldest_queued_seconds %.3f\n", age)
-	fmt.Fprintf(w, "# HELP hookbox_receive_to_done_seconds Time from receipt to successful delivery.\n# TYPE hookbox_receive_to_done_seconds histogram\n")
-	for i, b := range latencyBuckets {
-		fmt.Fprintf(w, "hookbox_receive_to_done_seconds_bucket{le=\"%g\"} %d\n", b, buckets[i])
-	}
-	fmt.Fprintf(w, "hookbox_receive_to_done_seconds_bucket{le=\"+Inf\"} %d\nhookbox_receive_to_done_seconds_sum %g\nhookbox_receive_to_done_seconds_count %d\n", count, sum, count)
+}
+
+// ObserveAlert counts one alert send (queue.Alerter.OnOutcome).
+func (m *Metrics) ObserveAlert(kind, outcome string) {
+	m.alerts.WithLabelValues(kind, outcome).Inc()
 }

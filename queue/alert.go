@@ -114,6 +114,9 @@ type Alerter struct {
 	// Backoff is the wait after each failed try (by default 5s, doubling,
 	// uncapped: with 5 tries the last wait is 40s).
 	Backoff Backoff
+	// OnOutcome, if set, is told of each send: the alert's kind and
+	// "sent", "failed" (tried again later) or "given_up".
+	OnOutcome func(kind, outcome string)
 
 	wake   chan struct{}
 	cancel context.CancelFunc
@@ -203,6 +206,7 @@ func (a *Alerter) sendDue(ctx context.Context) {
 					a.log.Warn().Err(err).Int64("event", d.Event).Str("target", d.Target).Msg("alert failed; will retry")
 				}
 			}
+			a.outcome(err, gaveUp)
 			o := AlertOutcome{Letter: d.Letter, Err: err, Next: next, GaveUp: gaveUp, At: a.now()}
 			if err := a.record(ctx, o); err != nil {
 				a.log.Error().Err(err).Int64("event", d.Event).Str("target", d.Target).
@@ -211,6 +215,21 @@ func (a *Alerter) sendDue(ctx context.Context) {
 				return
 			}
 		}
+	}
+}
+
+// outcome tells OnOutcome how a send of a dead letter's alert went.
+func (a *Alerter) outcome(err error, gaveUp bool) {
+	if a.OnOutcome == nil {
+		return
+	}
+	switch {
+	case err == nil:
+		a.OnOutcome("dead", "sent")
+	case gaveUp:
+		a.OnOutcome("dead", "given_up")
+	default:
+		a.OnOutcome("dead", "failed")
 	}
 }
 

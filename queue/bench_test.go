@@ -27,7 +27,7 @@ func BenchmarkPool_Drain(b *testing.B) {
 		Targets: []queue.Target{{Name: "sink", Handler: queue.HandlerFunc(func(context.Context, *queue.Job) queue.Outcome {
 			return queue.Outcome{HTTPStatus: 200}
 		})}},
-		OnDone: func(time.Time) {
+		OnDone: func(string, time.Time) {
 			mu.Lock()
 			if left--; left == 0 {
 				close(finished)

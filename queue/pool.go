@@ -91,8 +91,12 @@ type PoolConfig struct {
 	Alerting bool
 	// OnDead is called after a delivery went dead (to wake the alerter).
 	OnDead func()
-	// OnDone is called after a delivery succeeded, with its receive time.
-	OnDone func(receivedAt time.Time)
+	// OnDone is called after a delivery succeeded, with its target and
+	// its event's receive time.
+	OnDone func(target string, receivedAt time.Time)
+	// OnAttempt is called after each attempt's result is recorded, with
+	// its target and outcome (ok, failed, dead, interrupted, stale).
+	OnAttempt func(target, outcome string)
 	// OnThrottled is called when n claimed jobs of target were deferred
 	// for want of a token (reason ThrottledRate) or a slot
 	// (ThrottledConcurrency).
@@ -149,7 +153,9 @@ type Pool struct {
 	pausing   sync.WaitGroup
 	stopOnce  sync.Once
 
-	deaf atomic.Bool // the store's cross-process wake-ups are down
+	deaf        atomic.Bool  // the store's cross-process wake-ups are down
+	workersUp   atomic.Int32 // worker goroutines running
+	dispatching atomic.Bool  // the dispatcher runs
 }
 
 // prefetch is how many claimed jobs may wait for a worker. Claiming ahead
@@ -238,13 +244,27 @@ func (p *Pool) Start(ctx context.Context) error {
 	go p.watchPaused(claimCtx)
 	for range p.cfg.Workers {
 		p.wg.Add(1)
+		p.workersUp.Add(1) // counted before it runs: Alive is true once Start returns
 		go p.worker()
 	}
 	p.dispatch.Add(1)
+	p.dispatching.Store(true)
 	go p.dispatcher(claimCtx)
 	if p.cfg.Lease > 0 {
 		p.renewal.Add(1)
 		go p.renewer(runCtx)
+	}
+	return nil
+}
+
+// Alive returns nil while the dispatcher and every worker run (a worker
+// busy with a long attempt runs), else an error saying what stopped.
+func (p *Pool) Alive(context.Context) error {
+	if !p.dispatching.Load() {
+		return errors.New("the worker pool is not claiming (stopped, or not started)")
+	}
+	if n := int(p.workersUp.Load()); n < p.cfg.Workers {
+		return fmt.Errorf("%d of %d workers run", n, p.cfg.Workers)
 	}
 	return nil
 }
@@ -300,6 +320,7 @@ func (p *Pool) Stop() {
 
 func (p *Pool) dispatcher(ctx context.Context) {
 	defer p.dispatch.Done()
+	defer p.dispatching.Store(false)
 	for ctx.Err() == nil {
 		// Claim when at least half the prefetch room is free (or nothing
 		// waits at all), so claims are few and large under load. Results
@@ -411,6 +432,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 func (p *Pool) worker() {
 	defer p.wg.Done()
+	defer p.workersUp.Add(-1)
 	for {
 		// A lane's next job first: it is claimed, its lease running.
 		var j *Job
@@ -530,6 +552,16 @@ func (p *Pool) run(j *Job) {
 // recorded reports a completion once its write is durable (or failed). It
 // runs on the store's writer goroutine: it must not block.
 func (p *Pool) recorded(j *Job, f Finish, out Outcome, err error) {
+	if p.cfg.OnAttempt != nil && (err == nil || errors.Is(err, ErrStale)) {
+		outcome := f.Attempt.Outcome
+		switch {
+		case errors.Is(err, ErrStale):
+			outcome = "stale"
+		case f.Dead:
+			outcome = "dead"
+		}
+		p.cfg.OnAttempt(j.Target, outcome)
+	}
 	if f.Lease > 0 && (err == nil || errors.Is(err, ErrStale)) {
 		if next := j.Next; err == nil && next != nil {
 			// Held by this pool from now on; the slot goes with it.
@@ -564,7 +596,7 @@ func (p *Pool) recorded(j *Job, f Finish, out Outcome, err error) {
 	case out.Err == nil:
 		jobLog(p.log.Debug(), j).Str("took", f.Attempt.Duration.String()).Msg("delivered")
 		if p.cfg.OnDone != nil {
-			p.cfg.OnDone(j.ReceivedAt)
+			p.cfg.OnDone(j.Target, j.ReceivedAt)
 		}
 	case f.Release:
 		jobLog(p.log.Info(), j).Msg("attempt interrupted by shutdown; released")

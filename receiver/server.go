@@ -94,16 +94,30 @@ type Config struct {
 	IdleTimeout       time.Duration
 	MaxHeaderBytes    int
 
-	// Metrics, if set, is served at GET /metrics.
-	Metrics http.Handler
-	Now     func() time.Time
+	// Ready, if set, answers GET /readyz: nil is 200, an error 503 with
+	// its message as the reason. Unset, /readyz answers as /healthz.
+	Ready func() error
+	// Fallback, if set, serves every path the webhook routes (/hooks/,
+	// /healthz, /readyz) do not: the local sink shares its loopback
+	// listener with the admin routes. Unset, they are 404.
+	Fallback http.Handler
+	Now      func() time.Time
 	// RefusedLogBurst is how many refused-signature warnings may be logged
 	// in each 10 s window (default 10); the rest are counted.
 	RefusedLogBurst int
 	// OnAnswer, if set, is called after each webhook request is answered
 	// (the local sink prints a line for each).
 	OnAnswer func(Answer)
-	Logger   zerolog.Logger
+	// Observe, if set, is also called after each webhook request is
+	// answered (the metrics).
+	Observe func(Answer)
+	// Admit, if set, is asked before each webhook's body is read: an
+	// error (an admission budget exceeded) answers 503 with Retry-After
+	// and its message, and nothing is read or written. It must be cheap:
+	// every request asks.
+	Admit func() error
+
+	Logger zerolog.Logger
 }
 
 // Answer is how one request to /hooks/ was answered.
@@ -115,6 +129,11 @@ type Answer struct {
 	Status  int    // the HTTP status sent
 	Result  string // "accepted" or "duplicate" for a 200; "" otherwise
 	Size    int    // body bytes read
+	// Reason says why a request was not stored: for a 4xx "signature",
+	// "unknown_source", "method", "too_large" or "bad_request"; for a 503
+	// "budget" (an admission budget), "store" or "gone" (the sender left).
+	Reason string
+	Took   time.Duration // from the request's arrival to its answer
 }
 
 // Counters are the receiver's running totals.
@@ -285,6 +304,8 @@ type Error struct {
 	Msg        string
 	RetryAfter int // seconds, for 503
 	Err        error
+	// Reason is the Answer's Reason; "" means the status's usual one.
+	Reason string
 }
 
 func (e *Error) Error() string {
@@ -302,13 +323,28 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.URL.Path == "/healthz":
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	case r.URL.Path == "/metrics" && s.cfg.Metrics != nil:
-		s.cfg.Metrics.ServeHTTP(w, r)
+	case r.URL.Path == "/readyz":
+		s.ready(w)
 	case strings.HasPrefix(r.URL.Path, "/hooks/"):
 		s.handleHook(w, r)
+	case s.cfg.Fallback != nil:
+		s.cfg.Fallback.ServeHTTP(w, r)
 	default:
 		s.writeError(w, r, &Error{Status: http.StatusNotFound, Msg: "not found: webhooks are received at POST /hooks/{source}"})
 	}
+}
+
+// ready answers /readyz: 200 while the store takes writes, the workers
+// run and no admission budget is exceeded, else 503 saying which.
+func (s *Server) ready(w http.ResponseWriter) {
+	if s.cfg.Ready != nil {
+		if err := s.cfg.Ready(); err != nil {
+			w.Header().Set("Retry-After", "5")
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": err.Error()})
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
 type acceptBody struct {
@@ -317,24 +353,32 @@ type acceptBody struct {
 }
 
 func (s *Server) handleHook(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.OnAnswer == nil {
+	if s.cfg.OnAnswer == nil && s.cfg.Observe == nil {
 		s.hook(w, r)
 		return
 	}
 	sw := &statusWriter{ResponseWriter: w}
 	a := Answer{At: s.cfg.Now(), Source: strings.TrimPrefix(r.URL.Path, "/hooks/")}
 	ev, result := s.hook(sw, r)
-	a.Status, a.Result = sw.status, result
+	a.Status, a.Result, a.Reason = sw.status, result, sw.reason
+	a.Took = s.cfg.Now().Sub(a.At)
 	if ev != nil {
 		a.EventID, a.Type, a.Size = ev.EventID, ev.Type, len(ev.Body)
 	}
-	s.cfg.OnAnswer(a)
+	if s.cfg.Observe != nil {
+		s.cfg.Observe(a)
+	}
+	if s.cfg.OnAnswer != nil {
+		s.cfg.OnAnswer(a)
+	}
 }
 
-// statusWriter remembers the status a handler sent.
+// statusWriter remembers the status a handler sent, and why a request
+// was refused.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	reason string
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -365,6 +409,12 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) (*Event, string) {
 		s.writeError(w, r, &Error{Status: http.StatusMethodNotAllowed, Msg: "method " + r.Method + " not allowed: use POST"})
 		return nil, ""
 	}
+	if s.cfg.Admit != nil {
+		if err := s.cfg.Admit(); err != nil {
+			s.writeError(w, r, &Error{Status: http.StatusServiceUnavailable, Msg: err.Error() + "; nothing was kept, send it again later", RetryAfter: 30, Reason: "budget"})
+			return nil, ""
+		}
+	}
 	ev, err := s.read(w, r, src, name)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -383,6 +433,9 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) (*Event, string) {
 		s.log.Info().Str("source", ev.Source).Str("event_id", ev.EventID).Str("remote", r.RemoteAddr).
 			Msg("the sender closed the connection before its event was stored; nothing was kept, it sends again")
 		w.Header().Set("Retry-After", "5")
+		if sw, ok := w.(*statusWriter); ok {
+			sw.reason = "gone"
+		}
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "the connection closed before the event was stored; nothing was kept, send it again"})
 		return ev, ""
 	}
@@ -672,7 +725,30 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
+	if sw, ok := w.(*statusWriter); ok {
+		sw.reason = cmp.Or(e.Reason, reasonOf(e.Status))
+	}
 	writeJSON(w, e.Status, map[string]string{"error": e.Msg})
+}
+
+// reasonOf is the Answer's Reason for a refusal with status.
+func reasonOf(status int) string {
+	switch status {
+	case http.StatusUnauthorized:
+		return "signature"
+	case http.StatusNotFound:
+		return "unknown_source"
+	case http.StatusMethodNotAllowed:
+		return "method"
+	case http.StatusRequestEntityTooLarge:
+		return "too_large"
+	case http.StatusServiceUnavailable:
+		return "store"
+	}
+	if status >= 500 {
+		return "internal"
+	}
+	return "bad_request"
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
@@ -42,4 +43,58 @@ func (db *DB) QueueStats(ctx context.Context) (queue.Stats, error) {
 	}
 	s.ByStatus[queue.Dead] = dead
 	return s, nil
+}
+
+// waitingCondition is the deliveries_waiting index's partial condition
+// (migration 0010), word for word, for INDEXED BY: the waiting
+// deliveries, paused ones included.
+const waitingCondition = `(status = 'pending' OR status = 'retrying' OR status = 'running' OR status = 'paused')`
+
+// queueByTargetSQL is the metrics' one read of the store: the counts the
+// triggers of migration 0010 keep in queue_counts, each target's oldest
+// waiting delivery (one seek in deliveries_waiting), and the dead letters.
+// Its cost grows with the targets, not the queue.
+const queueByTargetSQL = `SELECT c.target, c.status, c.n,
+		(SELECT min(created_at) FROM deliveries INDEXED BY deliveries_waiting WHERE ` + waitingCondition + ` AND target = c.target)
+	FROM queue_counts c WHERE c.n > 0
+	UNION ALL
+	SELECT target, 'dead', count(*), NULL FROM dead_letters WHERE revived_at IS NULL GROUP BY target`
+
+// QueueByTarget counts each target's waiting deliveries by status and its
+// dead letters not revived, and dates its oldest waiting delivery, in one
+// statement on a reader: it never holds up the writer.
+func (db *DB) QueueByTarget(ctx context.Context) (queue.TargetQueue, error) {
+	q := queue.TargetQueue{}
+	rows, err := db.reader.QueryContext(ctx, queueByTargetSQL)
+	if err != nil {
+		return nil, fmt.Errorf("queue by target: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var target, status string
+		var n int64
+		var first sql.NullInt64
+		if err := rows.Scan(&target, &status, &n, &first); err != nil {
+			return nil, fmt.Errorf("queue by target: %w", err)
+		}
+		oldest := time.Time{}
+		if first.Valid {
+			oldest = time.UnixMilli(first.Int64).UTC()
+		}
+		q.Add(target, status, n, oldest)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("queue by target: %w", err)
+	}
+	return q, nil
+}
+
+// Waiting counts the waiting deliveries (paused ones included): the
+// admission budget's figure, from queue_counts.
+func (db *DB) Waiting(ctx context.Context) (int64, error) {
+	var n int64
+	if err := db.reader.QueryRowContext(ctx, `SELECT coalesce(sum(n), 0) FROM queue_counts`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count waiting deliveries: %w", err)
+	}
+	return n, nil
 }

@@ -701,6 +701,27 @@ func testQueueStats(t *testing.T, e Engine) {
 	if fmt.Sprint(byTarget) != "map[a:3 b:1]" {
 		t.Errorf("queued by target %v, want a:3 b:1", byTarget)
 	}
+	// The metrics' one read: each target's waiting deliveries by status,
+	// its dead letters, its oldest waiting delivery; and the budget's count.
+	q, err := e.QueueByTarget(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q) != 2 || q["a"] == nil || q["b"] == nil {
+		t.Fatalf("queue by target %v, want targets a and b", q)
+	}
+	if got := fmt.Sprint(q["a"].ByStatus); got != "map[pending:1 retrying:1 running:1]" {
+		t.Errorf("target a: %s, want pending:1 retrying:1 running:1", got)
+	}
+	if got := fmt.Sprint(q["b"].ByStatus); got != "map[dead:1 pending:1]" {
+		t.Errorf("target b: %s, want dead:1 pending:1", got)
+	}
+	if !q["a"].OldestQueued.Equal(t0.Add(-3*time.Minute)) || !q["b"].OldestQueued.Equal(t0) {
+		t.Errorf("oldest waiting: a %v, b %v, want %v and %v", q["a"].OldestQueued, q["b"].OldestQueued, t0.Add(-3*time.Minute), t0)
+	}
+	if n, err := e.Waiting(ctx); err != nil || n != 4 {
+		t.Errorf("waiting %d (%v), want 4", n, err)
+	}
 	if list := mustList(t, e, dedupe.Filter{Status: queue.Retrying}); len(list) != 1 || list[0].EventID != "retrying" {
 		t.Errorf("events with a retrying delivery: %+v, want the one", list)
 	}

@@ -29,8 +29,10 @@ type Engine interface {
 	queue.AlertStore // the alerter's due alerts and outcomes
 	dedupe.Store     // the sweeper's Sweep
 	view.Store       // GetEvent, Deliveries, Attempts
-	metrics.Queue    // QueueStats
+	metrics.Queue    // QueueByTarget
 	health.Store     // the health monitor's figures, alarms and notices
+	QueueStats(ctx context.Context) (queue.Stats, error)
+	Waiting(ctx context.Context) (int64, error)
 	IngestEvents(ctx context.Context, evs []*dedupe.Event, targets []string) ([]dedupe.Result, error)
 	ListEvents(ctx context.Context, f dedupe.Filter) ([]dedupe.Stored, error)
 	DeadLetters(ctx context.Context, all bool, limit int) ([]queue.DeadLetter, error)
