@@ -41,6 +41,7 @@ import (
 	"hookbox/refetch"
 	"hookbox/replica"
 	"hookbox/sqlite"
+	"hookbox/web"
 )
 
 func main() {
@@ -126,14 +127,16 @@ type Main struct {
 	// run theirs with Elector.Run(ctx, name, work).
 	Elector *leader.Elector
 
-	leaders sync.WaitGroup // the Elector.Run of each lease
-	stopLed context.CancelFunc
-	bg      sync.WaitGroup // the notification listener
-	storeID string         // the store's identity: sqlite.RealPath, or the URL without its password
-	lock    *os.File
-	cancel  context.CancelFunc
-	serveCh chan error
-	adminCh chan error
+	leaders   sync.WaitGroup // the Elector.Run of each lease
+	stopLed   context.CancelFunc
+	bg        sync.WaitGroup // the notification listener
+	throttled throttleCounts // the pool's deferrals, for the metrics
+	web       *web.Handler   // the UI and the API, on the admin routes
+	storeID   string         // the store's identity: sqlite.RealPath, or the URL without its password
+	lock      *os.File
+	cancel    context.CancelFunc
+	serveCh   chan error
+	adminCh   chan error
 }
 
 // Store is what a running serve needs of a store engine; sqlite.DB and
@@ -155,6 +158,7 @@ type Store interface {
 	Pause(ctx context.Context, target string, now time.Time) (queue.PauseResult, error)
 	Resume(ctx context.Context, target string, now time.Time) (queue.PauseResult, error)
 	SetOrder(lanes map[string]order.Lane)
+	LaneStats(ctx context.Context) (queue.LaneStats, error)
 	ReleaseLanes(ctx context.Context, now time.Time) (int64, error)
 	Close() error
 }
@@ -205,6 +209,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.buildReceiver(); err != nil {
 		return err
 	}
+	m.throttled.n = map[string]float64{}
+	if err := m.registerAreaMetrics(); err != nil {
+		return err
+	}
+	m.mountWeb()
 	m.Receiver.UseListener(ln)
 
 	queue.WarnUnknownTargets(ctx, m.Store.QueuedByTarget, m.Config.TargetNames(), m.component("queue"))
@@ -399,7 +408,8 @@ func (m *Main) buildDelivery() error {
 		Now:    m.Now,
 		Logger: m.component("queue"),
 
-		OnAttempt: m.Metrics.ObserveAttempt,
+		OnAttempt:   m.Metrics.ObserveAttempt,
+		OnThrottled: m.throttled.add,
 	})
 	return nil
 }
@@ -503,6 +513,9 @@ func (m *Main) Close() error {
 		}
 	}
 	m.notify("STOPPING=1")
+	if m.web != nil {
+		m.web.Shutdown() // the UI's live tails end, or they hold the listeners' shutdown
+	}
 	if m.Receiver != nil && m.serveCh == nil {
 		keep(m.Receiver.Unbind())
 	}

@@ -110,6 +110,9 @@ concurrency if it has them.`)
 		fmt.Fprintf(c.Stdout, "%s is not paused\n", target)
 		return nil
 	}
+	if r.Deliveries > 0 {
+		wakeReplicas(ctx, db)
+	}
 	fmt.Fprintf(c.Stdout, "resumed %s (paused since %s, %s): %s released; a running hookbox serve starts them within a second\n",
 		target, r.Since.UTC().Format(time.RFC3339), config.Duration(now.Sub(r.Since).Round(time.Second)), cli.Count(r.Deliveries, "delivery"))
 	return nil

@@ -20,9 +20,20 @@ func (m *Main) WebHandler() *web.Handler {
 	for _, s := range m.Config.Sources {
 		sources[s.Name] = s.ProviderOptions()
 	}
-	o := web.Options{Targets: m.Config.Targets, Sources: sources, Now: m.Now, Logger: m.component("web")}
+	o := web.Options{Targets: m.Config.Targets, Sources: sources, Now: m.Now, Logger: m.component("web"),
+		AnyHost: m.Config.Admin.Token != ""}
 	if m.Health != nil {
 		o.Health = m.Health
 	}
 	return web.New(store, o)
+}
+
+// mountWeb serves the web UI and the JSON API on the admin routes (the
+// admin listener, or the local sink's): at / and under /api/. Behind a
+// token it answers any Host (a proxy forwards its own name); without one,
+// only loopback names and addresses, against DNS rebinding.
+func (m *Main) mountWeb() {
+	h := m.WebHandler()
+	m.web = h
+	m.Admin.Mount("/", h)
 }

@@ -224,6 +224,9 @@ func (h *Handler) replay(r *http.Request, req ReplayRequest) (ReplayResult, erro
 	if err != nil {
 		return ReplayResult{}, err
 	}
+	if res.Queued > 0 || res.Backfilled.Queued > 0 {
+		h.wake(r.Context())
+	}
 	h.opt.Logger.Info().Int64("event", req.Event).Bool("dead", req.Dead).Str("since", req.Since).Str("until", req.Until).
 		Str("target", req.Target).Int64("queued", res.Queued).Msg("replay from the admin API")
 	return ReplayResult{Queued: res.Queued, Swept: res.Swept, Running: res.Running, Changed: res.Changed,
@@ -416,4 +419,13 @@ func minKey(m map[int64]string) int64 {
 		}
 	}
 	return k
+}
+
+// wake tells the serve replicas of a PostgreSQL store that work is queued,
+// so that they run it now rather than at their next look; a failure only
+// delays it.
+func (h *Handler) wake(ctx context.Context) {
+	if w, ok := h.store.(interface{ WakeNow(context.Context) error }); ok {
+		_ = w.WakeNow(ctx)
+	}
 }

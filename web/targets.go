@@ -85,6 +85,9 @@ func (h *Handler) apiPause(pause bool) http.HandlerFunc {
 			h.fail(w, r, err)
 			return
 		}
+		if !pause && res.Deliveries > 0 {
+			h.wake(r.Context())
+		}
 		h.opt.Logger.Info().Str("target", name).Bool("already", res.Already).Int64("deliveries", res.Deliveries).
 			Msg(verb + " from the admin API")
 		a := PauseAnswer{Target: name, Paused: pause, Already: res.Already, Deliveries: res.Deliveries, Running: res.Running}
