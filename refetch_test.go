@@ -323,3 +323,33 @@ refetch_auth_env = "HOOKBOX_TEST_UNSET_STRIPE_KEY"
 		}
 	}
 }
+
+// With coalesce and refetch, a burst of updates to one resource costs one
+// fetch and one delivery of its current state: the older updates waiting
+// in the lane are superseded before they run.
+func TestServe_RefetchCoalesce(t *testing.T) {
+	const key = "sk_test_51CoalescedKey"
+	t.Setenv(refetchKeyEnv, key)
+	var events []caseEvent
+	for i := 1; i <= 6; i++ {
+		id := fmt.Sprintf("evt_burst_%d", i)
+		events = append(events, caseEvent{ID: id, Type: "charge.updated",
+			Body: fmt.Sprintf(`{"id":%q,"object":"event","created":%d,"type":"charge.updated","data":{"object":{"id":"ch_burst","object":"charge","amount_refunded":%d}}}`, id, 1700000000+i, i)})
+	}
+	run := runRefetch(t, refetchCase{Preset: "stripe", Secret: "whsec_test",
+		Target: "order = \"coalesce\"\ncoalesce_wait = \"1s\"\nrefetch = \"stripe\"\nrefetch_auth_env = \"" + refetchKeyEnv + "\"\nrefetch_base_url = \"{api}\"\n",
+		API:    map[string]string{"/v1/charges/ch_burst": `{"id":"ch_burst","object":"charge","amount_refunded":6}`},
+		Events: events}, 1)
+	// Nothing else comes: the five older ones were superseded.
+	waitFor(t, 10*time.Second, "the older updates skipped", func() bool {
+		out := cliRun(t, run.tm.Dir, "events", "--json", "--status", "skipped")
+		return strings.Count(out, "superseded") == 5
+	})
+	got := deliveries(run.target)
+	if len(got) != 1 || got[0].eventID != "evt_burst_6" || got[0].body != `{"id":"ch_burst","object":"charge","amount_refunded":6}` || got[0].refetched != "1" {
+		t.Fatalf("deliveries %+v, want one: the newest update, carrying the API's current state", got)
+	}
+	if got := run.api.seen(); len(got) != 1 || got[0].path != "/v1/charges/ch_burst" {
+		t.Fatalf("fetches %+v, want one of the charge", got)
+	}
+}

@@ -70,8 +70,9 @@ func newRefetcher(cfg config.Config, t config.Target, o Options) (*refetcher, er
 }
 
 // orderKeys are where the events of t's sources carry their order key:
-// the source's preset's order_key, for the fetches of one resource to run
-// one at a time. A source without one has its fetches of one URL so.
+// the source's order_key, else its preset's, for the fetches of one
+// resource to run one at a time. A source without one has its fetches of
+// one URL so.
 func orderKeys(cfg config.Config, t config.Target) map[string]location.Location {
 	keys := map[string]location.Location{}
 	names := t.SourceNames()
@@ -79,11 +80,14 @@ func orderKeys(cfg config.Config, t config.Target) map[string]location.Location 
 		if !slices.Contains(names, s.Name) {
 			continue
 		}
-		p, ok := provider.Lookup(s.Verify)
-		if !ok || p.OrderKey == "" {
+		key := s.OrderKey
+		if p, ok := provider.Lookup(s.Verify); ok && key == "" {
+			key = p.OrderKey
+		}
+		if key == "" {
 			continue
 		}
-		if loc, err := location.Parse(p.OrderKey, location.ID); err == nil {
+		if loc, err := location.Parse(key, location.ID); err == nil {
 			keys[s.Name] = loc
 		}
 	}
