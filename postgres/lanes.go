@@ -318,11 +318,12 @@ func (db *DB) ReleaseLanes(ctx context.Context, now time.Time) (int64, error) {
 
 // Lanes lists lanes by target and key, as f selects them: each with its
 // head, how many wait behind it, the version delivered last and, while
-// its head is retrying, since when.
+// its head is retrying (or its target paused), since when.
 func (db *DB) Lanes(ctx context.Context, f queue.LaneFilter) ([]queue.Lane, error) {
 	var a args
 	q := `SELECT l.target, l.key, coalesce(l.head, 0), coalesce(h.event, 0), coalesce(h.status, ''), l.last_version, l.last_event,
-		CASE WHEN h.status = 'retrying' THEN l.blocked_since END,
+		CASE WHEN h.status = 'retrying' THEN l.blocked_since
+			WHEN h.status = 'paused' THEN (SELECT paused_at FROM paused_targets p WHERE p.target = l.target) END,
 		CASE WHEN l.head IS NULL THEN 0 ELSE (SELECT count(*) FROM deliveries w WHERE w.target = l.target AND w.lane = l.key
 			AND w.run_at = ` + parkedSQL + ` AND w.status IN ('pending', 'retrying', 'paused')) END
 		FROM lanes l LEFT JOIN deliveries h ON h.id = l.head WHERE (l.target, l.key) > (` + a.add(f.After[0]) + `, ` + a.add(f.After[1]) + `)`
@@ -330,7 +331,7 @@ func (db *DB) Lanes(ctx context.Context, f queue.LaneFilter) ([]queue.Lane, erro
 		q += ` AND l.target = ` + a.add(f.Target)
 	}
 	if f.Blocked {
-		q += ` AND l.blocked_since IS NOT NULL AND h.status = 'retrying'`
+		q += ` AND ((l.blocked_since IS NOT NULL AND h.status = 'retrying') OR h.status = 'paused')`
 	}
 	q += ` ORDER BY l.target, l.key`
 	if f.Limit > 0 {

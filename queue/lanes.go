@@ -302,7 +302,8 @@ type Lane struct {
 	LastVersion string // the version last delivered ("" none)
 	LastEvent   int64
 	// BlockedSince is when the head's first attempt failed, while it is
-	// retrying; zero otherwise.
+	// retrying, or when its target was paused, while it is paused; zero
+	// otherwise.
 	BlockedSince time.Time
 }
 

@@ -415,12 +415,13 @@ func (db *DB) ReleaseLanes(ctx context.Context, now time.Time) (int64, error) {
 
 // Lanes lists lanes by target and key, as f selects them: each with its
 // head, how many wait behind it, the version delivered last and, while
-// its head is retrying, since when.
+// its head is retrying (or its target paused), since when.
 func (db *DB) Lanes(ctx context.Context, f queue.LaneFilter) ([]queue.Lane, error) {
 	q := `SELECT l.target, l.key, coalesce(l.head, 0), coalesce(h.event, 0), coalesce(h.status, ''), l.last_version, l.last_event,
-		CASE WHEN h.status = 'retrying' THEN l.blocked_since END,
+		CASE WHEN h.status = 'retrying' THEN l.blocked_since
+			WHEN h.status = 'paused' THEN (SELECT paused_at FROM paused_targets p WHERE p.target = l.target) END,
 		CASE WHEN l.head IS NULL THEN 0 ELSE (SELECT count(*) FROM deliveries w INDEXED BY deliveries_lane WHERE w.target = l.target AND w.lane = l.key
-			AND w.run_at = ` + parkedSQL + ` AND (w.status = 'pending' OR w.status = 'retrying')) END
+			AND w.run_at = ` + parkedSQL + ` AND (w.status = 'pending' OR w.status = 'retrying' OR w.status = 'paused')) END
 		FROM lanes l LEFT JOIN deliveries h ON h.id = l.head WHERE (l.target, l.key) > (?, ?)`
 	args := []any{f.After[0], f.After[1]}
 	if f.Target != "" {
@@ -428,7 +429,7 @@ func (db *DB) Lanes(ctx context.Context, f queue.LaneFilter) ([]queue.Lane, erro
 		args = append(args, f.Target)
 	}
 	if f.Blocked {
-		q += ` AND l.blocked_since IS NOT NULL AND h.status = 'retrying'`
+		q += ` AND ((l.blocked_since IS NOT NULL AND h.status = 'retrying') OR h.status = 'paused')`
 	}
 	q += ` ORDER BY l.target, l.key`
 	if f.Limit > 0 {

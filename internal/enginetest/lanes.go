@@ -609,6 +609,14 @@ func testLanePause(t *testing.T, e Engine) {
 	}
 	// The head finishes under the pause; nothing else of the lane runs.
 	complete(t, e, jobs[0], finishOK(jobs[0], now), now)
+	// The lane is blocked while its target is paused, since the pause.
+	blocked, err := e.Lanes(ctx, queue.LaneFilter{Target: "ordered", Blocked: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(blocked) != 1 || blocked[0].Key != "pi_p" || blocked[0].BlockedSince.IsZero() || blocked[0].Queued != 1 {
+		t.Fatalf("blocked lanes under the pause: %+v, want pi_p, blocked since the pause, one waiting behind its head", blocked)
+	}
 	wantStatus(t, e, v1, "ordered", queue.Done, "")
 	if got := claim(t, e, 100, now.Add(time.Hour)); len(got) != 0 {
 		t.Fatalf("a paused target's delivery was claimed (event %d)", got[0].Event)
