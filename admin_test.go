@@ -96,10 +96,13 @@ func TestAdmin_Token(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, "hookbox_received_total") {
 		t.Errorf("GET /metrics with the token: %d, want 200 and the metrics:\n%s", code, body)
 	}
-	for _, path := range []string{"/", "/api/events"} {
-		if code, _ := get(adminURL, path, "Bearer "+token); code != http.StatusNotFound {
-			t.Errorf("GET %s with the token: %d, want 404 (nothing mounted)", path, code)
-		}
+	// The UI and the API, behind the same token, for any Host (a proxy
+	// forwards its own name).
+	if code, body := get(adminURL, "/", "Bearer "+token); code != http.StatusOK || !strings.Contains(body, "<title>Events · hookbox</title>") {
+		t.Errorf("GET / with the token: %d, want the event list page", code)
+	}
+	if code, body := get(adminURL, "/api/events", "Bearer "+token); code != http.StatusOK || !strings.Contains(body, `"events":`) {
+		t.Errorf("GET /api/events with the token: %d %q, want the events", code, body)
 	}
 	// The webhook listener: no metrics, whatever the token.
 	if code, _ := get("http://"+addr, "/metrics", "Bearer "+token); code != http.StatusNotFound {

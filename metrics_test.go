@@ -165,14 +165,15 @@ func TestMetrics_LocalSink(t *testing.T) {
 	if !strings.Contains(body, `hookbox_received_total{reason="",result="accepted",source="demo"} 1`) {
 		t.Errorf("sink scrape lacks the accepted request:\n%s", body)
 	}
-	for _, path := range []string{"/", "/api/events"} {
+	// The sink serves the UI and the API on its one loopback listener.
+	for _, path := range []string{"/", "/api/events", "/health"} {
 		resp, err := http.Get(tm.URL + path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusNotFound {
-			t.Errorf("GET %s: %d, want 404 while nothing is mounted there", path, resp.StatusCode)
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s: %d, want 200 from the sink's UI", path, resp.StatusCode)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"hookbox/config"
 	"hookbox/order"
+	"hookbox/provider"
 )
 
 const srcHMAC = `
@@ -25,8 +26,9 @@ func TestParse_Order(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := cfg.Sources[0]; s.OrderKey != "json:data.object.id" || s.OrderVersion != "json:created" {
-		t.Errorf("stripe source: order_key %q, order_version %q; want the preset's json:data.object.id, json:created", s.OrderKey, s.OrderVersion)
+	p, _ := provider.Lookup("stripe")
+	if s := cfg.Sources[0]; p.OrderKey == "" || s.OrderKey != p.OrderKey || s.OrderVersion != p.OrderVersion {
+		t.Errorf("stripe source: order_key %q, order_version %q; want the preset's %s, %s", s.OrderKey, s.OrderVersion, p.OrderKey, p.OrderVersion)
 	}
 	if got := cfg.Targets[0].Lane(); got != (order.Lane{Mode: order.Coalesce, Wait: 2 * time.Second}) {
 		t.Errorf("target t: %+v, want coalesce waiting 2s", got)
