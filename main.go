@@ -202,7 +202,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 	rlog := m.component("replica")
-	rlog.Info().Str("replica", m.Replica.ID).Msg("replica identity")
+	// Only replicas sharing a PostgreSQL store tell one another apart.
+	ev := rlog.Debug()
+	if m.PG != nil {
+		ev = rlog.Info()
+	}
+	ev.Str("replica", m.Replica.ID).Msg("replica identity")
 	if err := m.buildDelivery(); err != nil {
 		return err
 	}

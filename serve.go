@@ -131,14 +131,15 @@ func (c *ServeCommand) started(m *Main, jsonLogs bool) {
 	}
 	fmt.Fprintf(c.Stdout, `hookbox %s: local sink (no config), storing every request in %s, delivering nowhere.
   send:  curl -sS http://%s/hooks/demo -H 'Content-Type: application/json' -d '{"id":"evt_1","type":"demo.created"}'
-  look:  hookbox events            (or: go run . events)
+  look:  http://%s/   (the web UI: the live list, each request, replay)
+         hookbox events            (or: go run . events)
          hookbox event --body ID   (the raw bytes)
          http://%s/metrics
   Any /hooks/{name} is accepted unsigned; the event id comes from the usual headers
   (webhook-id, X-GitHub-Delivery, Idempotency-Key, ...) or a JSON "id", else one is generated.
   Each request is printed below as it is answered.
   Give a config (--config or $HOOKBOX_CONFIG) to verify signatures and deliver.
-`, version, cfg.Store.Name(), addr, addr)
+`, version, cfg.Store.Name(), addr, addr, addr)
 }
 
 // sinkLine is the local sink's line for one answered request: time,
