@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,12 +23,29 @@ type Queue interface {
 // hookbox_oldest_queued_seconds{target} from one read of the store a
 // scrape. Targets lists the configured targets, shown at zero when
 // nothing of theirs waits (a series that vanishes cannot be alerted on).
+//
+// A read that takes long (a queue of a million deliveries) is not made on
+// every scrape: while its figures are younger than ten times what the read
+// cost, a scrape answers them at once, and an older one answers them too
+// while one read in the background brings them up to date. A scrape thus
+// never waits for the queue to be counted but the first time, and the
+// counting costs the store a tenth of a connection's time at most.
 type QueueCollector struct {
 	Store   Queue
 	Targets []string
 	Now     func() time.Time
 	Timeout time.Duration // default 5s
+
+	mu      sync.Mutex
+	last    queue.TargetQueue
+	lastErr error
+	at      time.Time     // when last was read
+	took    time.Duration // what that read cost
+	reading bool          // a background read runs
 }
+
+// quickRead is the longest read made on every scrape.
+const quickRead = 50 * time.Millisecond
 
 var (
 	deliveriesDesc = prometheus.NewDesc("hookbox_deliveries",
@@ -47,20 +65,61 @@ func (c *QueueCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- oldestDesc
 }
 
-// Collect reads the store once and sends the figures; when the read
-// fails, an invalid metric says so and the rest of the scrape goes on.
-func (c *QueueCollector) Collect(ch chan<- prometheus.Metric) {
+// read reads the store and keeps what it read, with every target and
+// shown status at zero where nothing of it waits.
+func (c *QueueCollector) read() (queue.TargetQueue, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), cmpOr(c.Timeout, 5*time.Second))
 	defer cancel()
+	start := time.Now()
 	q, err := c.Store.QueueByTarget(ctx)
+	took := time.Since(start)
+	if err == nil {
+		for _, t := range c.Targets {
+			if q[t] == nil {
+				q.Add(t, queue.Pending, 0, time.Time{})
+			}
+		}
+		for _, s := range q {
+			for _, st := range shownStatuses {
+				if _, ok := s.ByStatus[st]; !ok {
+					s.ByStatus[st] = 0
+				}
+			}
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.last, c.lastErr, c.at, c.took, c.reading = q, err, time.Now(), took, false
+	return q, err
+}
+
+// figures are the queue's figures for a scrape: read now when reading is
+// quick (or the last read failed, or there was none), else the last ones,
+// brought up to date in the background once they are older than ten
+// times their read's cost.
+func (c *QueueCollector) figures() (queue.TargetQueue, error) {
+	c.mu.Lock()
+	if c.at.IsZero() || c.lastErr != nil || c.took < quickRead {
+		c.mu.Unlock()
+		return c.read()
+	}
+	q := c.last
+	if !c.reading && time.Since(c.at) >= 10*c.took {
+		c.reading = true
+		go c.read()
+	}
+	c.mu.Unlock()
+	return q, nil
+}
+
+// Collect sends the queue's figures; when the read fails, an invalid
+// metric says so and the rest of the scrape goes on. The figures sent are
+// never written to afterwards: scrapes may run at once.
+func (c *QueueCollector) Collect(ch chan<- prometheus.Metric) {
+	q, err := c.figures()
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(deliveriesDesc, err)
 		return
-	}
-	for _, t := range c.Targets {
-		if q[t] == nil {
-			q.Add(t, queue.Pending, 0, time.Time{})
-		}
 	}
 	now := time.Now
 	if c.Now != nil {
@@ -69,11 +128,6 @@ func (c *QueueCollector) Collect(ch chan<- prometheus.Metric) {
 	at := now()
 	for _, target := range slices.Sorted(maps.Keys(q)) {
 		s := q[target]
-		for _, st := range shownStatuses {
-			if _, ok := s.ByStatus[st]; !ok {
-				s.ByStatus[st] = 0
-			}
-		}
 		for _, st := range slices.Sorted(maps.Keys(s.ByStatus)) {
 			ch <- prometheus.MustNewConstMetric(deliveriesDesc, prometheus.GaugeValue, float64(s.ByStatus[st]), target, st)
 		}

@@ -39,11 +39,11 @@ func (db *DB) QueueStats(ctx context.Context) (queue.Stats, error) {
 	return s, nil
 }
 
-// waitingCondition names the waiting deliveries: the deliveries_due
-// index's condition, so that the counts read that index and never the
-// whole table (done rows included). A status added to the waiting ones
-// (paused) belongs in both.
-const waitingCondition = dueCondition
+// waitingCondition names the waiting deliveries, paused ones included:
+// the deliveries_due index's condition or the deliveries_paused one's, so
+// that the counts read those indexes and never the whole table (done rows
+// included).
+const waitingCondition = `(` + dueCondition + ` OR status = 'paused')`
 
 // QueueByTarget counts each target's waiting deliveries by status and its
 // dead letters not revived, and dates its oldest waiting delivery.

@@ -17,7 +17,7 @@ import (
 )
 
 // countsFromTable counts the waiting deliveries by target and status from
-// the table itself: what queue_counts must always agree with.
+// the table itself: what the metrics' read must always agree with.
 func countsFromTable(t *testing.T, db *DB) map[string]int64 {
 	t.Helper()
 	rows, err := db.reader.Query(`SELECT target, status, count(*) FROM deliveries WHERE ` + waitingCondition + ` GROUP BY target, status`)
@@ -58,7 +58,7 @@ func checkCounts(t *testing.T, db *DB, step string) {
 	t.Helper()
 	want, got := countsFromTable(t, db), countsKept(t, db)
 	if fmt.Sprint(want) != fmt.Sprint(got) {
-		t.Fatalf("after %s: queue_counts %v, the table %v", step, got, want)
+		t.Fatalf("after %s: the metrics read %v, the table %v", step, got, want)
 	}
 	var total int64
 	for _, k := range slices.Sorted(maps.Keys(want)) {
@@ -69,7 +69,8 @@ func checkCounts(t *testing.T, db *DB, step string) {
 	}
 }
 
-// TestQueueCounts: the counts the triggers keep agree with the table
+// TestQueueCounts: the counts the metrics read through the
+// deliveries_waiting index agree with the table
 // through every way a delivery comes, changes status and goes: ingest,
 // claim, retry, done, dead, a redelivery reviving it, replay, unclaim,
 // recovery after a crash, deletion by the retention sweep.

@@ -50,13 +50,13 @@ func (db *DB) QueueStats(ctx context.Context) (queue.Stats, error) {
 // deliveries, paused ones included.
 const waitingCondition = `(status = 'pending' OR status = 'retrying' OR status = 'running' OR status = 'paused')`
 
-// queueByTargetSQL is the metrics' one read of the store: the counts the
-// triggers of migration 0010 keep in queue_counts, each target's oldest
-// waiting delivery (one seek in deliveries_waiting), and the dead letters.
-// Its cost grows with the targets, not the queue.
-const queueByTargetSQL = `SELECT c.target, c.status, c.n,
-		(SELECT min(created_at) FROM deliveries INDEXED BY deliveries_waiting WHERE ` + waitingCondition + ` AND target = c.target)
-	FROM queue_counts c WHERE c.n > 0
+// queueByTargetSQL is the metrics' one read of the store: each target's
+// waiting deliveries by status, and its oldest, from the covering
+// deliveries_waiting index alone, and the dead letters not revived. Its
+// cost grows with the queue (metrics.QueueCollector answers from the last
+// read while a slow one runs).
+const queueByTargetSQL = `SELECT target, status, count(*), min(created_at) FROM deliveries INDEXED BY deliveries_waiting
+		WHERE ` + waitingCondition + ` GROUP BY target, status
 	UNION ALL
 	SELECT target, 'dead', count(*), NULL FROM dead_letters WHERE revived_at IS NULL GROUP BY target`
 
@@ -90,10 +90,10 @@ func (db *DB) QueueByTarget(ctx context.Context) (queue.TargetQueue, error) {
 }
 
 // Waiting counts the waiting deliveries (paused ones included): the
-// admission budget's figure, from queue_counts.
+// admission budget's figure, from the deliveries_waiting index.
 func (db *DB) Waiting(ctx context.Context) (int64, error) {
 	var n int64
-	if err := db.reader.QueryRowContext(ctx, `SELECT coalesce(sum(n), 0) FROM queue_counts`).Scan(&n); err != nil {
+	if err := db.reader.QueryRowContext(ctx, `SELECT count(*) FROM deliveries INDEXED BY deliveries_waiting WHERE `+waitingCondition).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count waiting deliveries: %w", err)
 	}
 	return n, nil

@@ -128,6 +128,17 @@ func testPauseHoldsQueued(t *testing.T, e Engine) {
 	if fmt.Sprint(byTarget) != "map[billing:4]" {
 		t.Errorf("queued by target %v, want billing:4 (paused ones count)", byTarget)
 	}
+	// The metrics and the admission budget count them too.
+	if n, err := e.Waiting(ctx); err != nil || n != 4 {
+		t.Errorf("waiting %d (%v), want 4: paused deliveries count against max_queued", n, err)
+	}
+	tq, err := e.QueueByTarget(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := tq["billing"]; b == nil || b.ByStatus[queue.Paused] != 4 || !b.OldestQueued.Equal(t0) {
+		t.Errorf("metrics' queue of billing %+v, want 4 paused, the oldest created at %v", b, t0)
+	}
 	var listed []string
 	for _, ev := range mustList(t, e, dedupe.Filter{Status: queue.Paused}) {
 		listed = append(listed, ev.EventID)
