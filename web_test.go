@@ -211,9 +211,9 @@ func TestWeb_Escaping(t *testing.T) {
 	ws := startWeb(t)
 	const evil = `<script>alert(1)</script>`
 	id := ws.shop(t, `evt_`+evil, `javascript:alert(2)`, `{"note":"`+strings.ReplaceAll(evil, `/`, `\/`)+`","link":"javascript:alert(3)","<img src=x onerror=alert(4)>":1}`,
-		"X-Evil", evil, "Referer", "javascript:alert(5)")
+		"X-Evil", evil, "Referer", "javascript:alert(5)", "X-Key", `javascript:alert(6)`+evil)
 	ws.waitStatus(t, id, queue.Done)
-	for _, path := range []string{"/", "/?q=" + "evt_", fmt.Sprintf("/events/%d", id), fmt.Sprintf("/events/%d/curl?url=http://127.0.0.1:1/", id), "/dead"} {
+	for _, path := range []string{"/", "/?q=" + "evt_", fmt.Sprintf("/events/%d", id), fmt.Sprintf("/events/%d/curl?url=http://127.0.0.1:1/", id), "/dead", "/health"} {
 		status, h, page := ws.get(t, path)
 		if status != http.StatusOK {
 			t.Fatalf("GET %s: %d", path, status)
@@ -231,7 +231,8 @@ func TestWeb_Escaping(t *testing.T) {
 		}
 	}
 	_, _, detail := ws.get(t, fmt.Sprintf("/events/%d", id))
-	for _, want := range []string{"evt_&lt;script&gt;alert(1)&lt;/script&gt;", "javascript:alert(2)", "&lt;img src=x onerror=alert(4)&gt;", "X-Evil"} {
+	for _, want := range []string{"evt_&lt;script&gt;alert(1)&lt;/script&gt;", "javascript:alert(2)", "&lt;img src=x onerror=alert(4)&gt;", "X-Evil",
+		`id="order-key"><a href="/?key=javascript%3aalert%286%29%3cscript%3e`, "javascript:alert(6)&lt;script&gt;"} {
 		if !strings.Contains(detail, want) {
 			t.Errorf("detail page lacks %q shown as text", want)
 		}

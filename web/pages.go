@@ -173,7 +173,8 @@ func (h *Handler) detailPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // diff compares the event with the one before it: ?against=N, else the
-// previous event of the same source and type.
+// previous event of the same resource (its source and order key) where it
+// has a key, else the previous one of the same source and type.
 func (h *Handler) diff(r *http.Request, d *detailData) error {
 	var prev int64
 	if s := r.URL.Query().Get("against"); s != "" {
@@ -183,7 +184,11 @@ func (h *Handler) diff(r *http.Request, d *detailData) error {
 		}
 		prev = n
 	} else {
-		list, err := h.store.ListEvents(r.Context(), dedupe.Filter{Source: d.Source, Type: d.Type, Before: d.ID, Limit: 1})
+		f := dedupe.Filter{Source: d.Source, Type: d.Type, Before: d.ID, Limit: 1}
+		if d.OrderKey != "" {
+			f.Type, f.Key = "", d.OrderKey
+		}
+		list, err := h.store.ListEvents(r.Context(), f)
 		if err != nil {
 			return err
 		}
