@@ -304,7 +304,7 @@ func TestBrowser(t *testing.T) {
 // HOOKBOX_UPDATE_SCREENSHOTS=1 they go to docs/, else to the test's
 // artifact directory (go test -artifacts keeps them).
 func TestBrowser_Screenshots(t *testing.T) {
-	ws := startWeb(t)
+	ws := startWebWith(t, "\n[health]\ninterval = \"100ms\"\ntarget_failing = 2\n")
 	ctx := browser(t, 1280, 800)
 	var detail int64
 	for i, e := range []struct{ id, typ, body string }{
@@ -328,6 +328,17 @@ func TestBrowser_Screenshots(t *testing.T) {
 	ws.Fail.Store(false)
 	// A redelivery, as providers send.
 	ws.Post("/hooks/shop", map[string]string{"X-Id": "ord_5502", "X-Type": "orders/create"}, []byte(`{}`))
+	// The dead ones fired the failing-target alarm (the health page's).
+	waitFor(t, 10*time.Second, "the target_failing alarm", func() bool {
+		var a web.HealthAnswer
+		ws.getJSON(t, "/api/health", http.StatusOK, &a)
+		for _, al := range a.Alarms {
+			if al.Alarm == "target_failing" && al.Firing {
+				return true
+			}
+		}
+		return false
+	})
 
 	dir := t.ArtifactDir()
 	if os.Getenv("HOOKBOX_UPDATE_SCREENSHOTS") != "" {
@@ -356,6 +367,7 @@ func TestBrowser_Screenshots(t *testing.T) {
 		shot("ui-list-"+scheme+".png", "/", "#live.on")
 		shot("ui-event-"+scheme+".png", fmt.Sprintf("/events/%d", detail), "#body-tree")
 		shot("ui-dead-"+scheme+".png", "/dead", "#dead")
+		shot("ui-health-"+scheme+".png", "/health", "#health-targets")
 	}
 	do(t, ctx, chromedp.EmulateViewport(360, 740))
 	shot("ui-list-360.png", "/", "#live.on")

@@ -84,3 +84,52 @@ func testWebAPI_PauseResume(t *testing.T, opts ...func(*hookbox.Main)) {
 		t.Errorf("a refused pause paused the target: %+v", ts.Targets)
 	}
 }
+
+func TestWebAPI_Lanes(t *testing.T) { onEngines(t, testWebAPI_Lanes) }
+
+// GET /api/lanes lists an ordered target's lanes as `hookbox lanes --json`
+// does, pages by cursor, and with blocked=1 those held (here: by a pause).
+func testWebAPI_Lanes(t *testing.T, opts ...func(*hookbox.Main)) {
+	ws := startWebWith(t, "order = \"fifo\"\n", opts...)
+	if status, _ := ws.postTarget(t, "web", "pause"); status != http.StatusOK {
+		t.Fatalf("pause: %d", status)
+	}
+	a1 := ws.shop(t, "a1", "orders/updated", `{}`, "X-Key", "res_a")
+	ws.shop(t, "a2", "orders/updated", `{}`, "X-Key", "res_a")
+	b1 := ws.shop(t, "b1", "orders/updated", `{}`, "X-Key", "res_b")
+
+	var p web.LanesPage
+	ws.getJSON(t, "/api/lanes", http.StatusOK, &p)
+	if len(p.Lanes) != 2 || p.Next != "" {
+		t.Fatalf("lanes %+v next %q, want res_a and res_b, one page", p.Lanes, p.Next)
+	}
+	a, b := p.Lanes[0], p.Lanes[1]
+	if a.Target != "web" || a.Key != "res_a" || a.HeadEvent != a1 || a.Queued != 1 || a.HeadStatus != queue.Paused || a.BlockedSince == "" {
+		t.Errorf("lane res_a %+v, want head event %d paused, one waiting, blocked since the pause", a, a1)
+	}
+	if b.Key != "res_b" || b.HeadEvent != b1 || b.Queued != 0 {
+		t.Errorf("lane res_b %+v, want head event %d, none waiting", b, b1)
+	}
+	ws.getJSON(t, "/api/lanes?blocked=1&limit=1", http.StatusOK, &p)
+	if len(p.Lanes) != 1 || p.Lanes[0].Key != "res_a" || p.Next == "" {
+		t.Fatalf("first page of one: %+v next %q, want res_a and a cursor", p.Lanes, p.Next)
+	}
+	ws.getJSON(t, "/api/lanes?blocked=1&limit=1&cursor="+p.Next, http.StatusOK, &p)
+	if len(p.Lanes) != 1 || p.Lanes[0].Key != "res_b" {
+		t.Fatalf("second page: %+v, want res_b", p.Lanes)
+	}
+	for query, field := range map[string]string{"blocked=maybe": "blocked", "limit=0": "limit", "cursor=nope": "cursor"} {
+		var e struct{ Error, Field string }
+		ws.getJSON(t, "/api/lanes?"+query, http.StatusBadRequest, &e)
+		if e.Field != field {
+			t.Errorf("GET /api/lanes?%s: %+v, want a 400 naming %s", query, e, field)
+		}
+	}
+	// Resumed, the lanes run: nothing blocked, nothing waiting.
+	ws.postTarget(t, "web", "resume")
+	waitFor(t, 10*time.Second, "the lanes drained", func() bool {
+		var p web.LanesPage
+		ws.getJSON(t, "/api/lanes", http.StatusOK, &p)
+		return len(p.Lanes) == 2 && p.Lanes[0].HeadEvent == 0 && p.Lanes[1].HeadEvent == 0 && p.Lanes[0].LastVersion == "" && p.Lanes[0].LastEvent != 0
+	})
+}

@@ -45,6 +45,7 @@ type Store interface {
 	ListEvents(ctx context.Context, f dedupe.Filter) ([]dedupe.Stored, error)
 	DeadLetters(ctx context.Context, all bool, limit int) ([]queue.DeadLetter, error)
 	Pauser
+	view.LaneStore
 }
 
 // Options configures a Handler.
@@ -128,6 +129,7 @@ func New(s Store, o Options) *Handler {
 	h.mux.HandleFunc("GET /api/tail", h.tail)
 	h.mux.HandleFunc("GET /api/targets", h.apiTargets)
 	h.mux.HandleFunc("GET /api/health", h.apiHealth)
+	h.mux.HandleFunc("GET /api/lanes", h.apiLanes)
 	h.mux.HandleFunc("POST /api/targets/{name}/pause", h.apiPause(true))
 	h.mux.HandleFunc("POST /api/targets/{name}/resume", h.apiPause(false))
 	h.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
