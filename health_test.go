@@ -377,6 +377,21 @@ url = %q
 	if a := sink.last("dead"); a == nil || a["state"] != "firing" || a["target"] != "web" {
 		t.Errorf("the dead letters' alerts %v, want kind dead, state firing, beside the alarms", a)
 	}
+	// The metrics count the alarm's two sends beside the dead letters'.
+	if body := scrape(t, tm.AdminURL); !strings.Contains(body, `hookbox_alerts_total{kind="target_failing",outcome="sent"} 2`) {
+		t.Errorf("metrics lack the alarm's sends:\n%s", grepLines(body, "hookbox_alerts_total"))
+	}
+}
+
+// grepLines is the lines of text that hold s.
+func grepLines(text, s string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // A source with silence fires when nothing came for that long, measured

@@ -453,6 +453,7 @@ func (m *Main) buildHealth(notifier queue.Notifier) {
 		Interval:         h.Interval.D(),
 		Targets:          m.Config.TargetNames(),
 		Leader:           m.healthLeader(),
+		OnOutcome:        m.Metrics.ObserveAlert,
 		Backoff:          queue.Backoff{Base: m.AlertBackoff},
 		Now:              m.Now,
 		Logger:           m.component("health"),

@@ -45,8 +45,11 @@ type Config struct {
 	// 5s, doubling); MaxTries bounds the sends of one notice (default 5).
 	Backoff  queue.Backoff
 	MaxTries int
-	Now      func() time.Time
-	Logger   zerolog.Logger
+	// OnOutcome, if set, is told of each send: the alarm's kind and
+	// sent, failed (tried again later) or given_up.
+	OnOutcome func(kind, outcome string)
+	Now       func() time.Time
+	Logger    zerolog.Logger
 }
 
 // Source is a source the monitor watches.
@@ -404,14 +407,20 @@ func (m *Monitor) sendDue(ctx context.Context) {
 				return
 			}
 			o := NoticeOutcome{ID: d.ID, Err: err, At: m.cfg.Now()}
+			outcome := "sent"
 			if err != nil {
+				outcome = "failed"
 				if tries := d.Tries + 1; tries >= m.cfg.MaxTries {
 					o.GaveUp = true
+					outcome = "given_up"
 					m.log.Error().Err(err).Str("alarm", d.Kind).Str("subject", d.Subject).Msg("health alert failed; giving up")
 				} else {
 					o.Next = o.At.Add(m.cfg.Backoff.Delay(tries))
 					m.log.Warn().Err(err).Str("alarm", d.Kind).Str("subject", d.Subject).Msg("health alert failed; will retry")
 				}
+			}
+			if m.cfg.OnOutcome != nil {
+				m.cfg.OnOutcome(d.Kind, outcome)
 			}
 			if err := m.record(ctx, o); err != nil {
 				m.log.Error().Err(err).Str("alarm", d.Kind).Str("subject", d.Subject).
