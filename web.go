@@ -21,7 +21,7 @@ func (m *Main) WebHandler() *web.Handler {
 		sources[s.Name] = s.ProviderOptions()
 	}
 	o := web.Options{Targets: m.Config.Targets, Sources: sources, Now: m.Now, Logger: m.component("web"),
-		AnyHost: m.Config.Admin.Token != ""}
+		AnyHost: m.Config.Admin.Token != "", Sink: m.LocalSink}
 	if m.Health != nil {
 		o.Health = m.Health
 	}

@@ -231,6 +231,9 @@ func TestWeb_Escaping(t *testing.T) {
 		}
 	}
 	_, _, detail := ws.get(t, fmt.Sprintf("/events/%d", id))
+	if !strings.Contains(detail, `id="signature"><span class="warn">none: the source checks nothing`) {
+		t.Errorf("detail page of an unsigned source's event does not say it was not verified")
+	}
 	for _, want := range []string{"evt_&lt;script&gt;alert(1)&lt;/script&gt;", "javascript:alert(2)", "&lt;img src=x onerror=alert(4)&gt;", "X-Evil",
 		`id="order-key"><a href="/?key=javascript%3aalert%286%29%3cscript%3e`, "javascript:alert(6)&lt;script&gt;"} {
 		if !strings.Contains(detail, want) {
@@ -470,6 +473,9 @@ func TestWeb_CopyAsCurl(t *testing.T) {
 		t.Fatalf("post: %d %s", status, answer)
 	}
 	id := ws.newest(t)
+	if _, _, page := ws.get(t, fmt.Sprintf("/events/%d", id)); !strings.Contains(page, `id="signature">verified with stripe before it was stored`) {
+		t.Errorf("the event page does not say the signature was verified with stripe")
+	}
 	var c web.Curl
 	ws.getJSON(t, fmt.Sprintf("/api/events/%d/curl?url=%s/hooks/stripe", id, ws.URL), http.StatusOK, &c)
 	if !c.Signed || len(c.Warnings) != 0 {

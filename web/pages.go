@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"hookbox/dedupe"
+	"hookbox/provider"
 	"hookbox/replay"
 	"hookbox/view"
 )
@@ -141,6 +142,12 @@ type detailData struct {
 	Diff     []DiffLine
 	DiffErr  string
 	HasDead  bool
+	// Signature says how the source verifies what it stores: its scheme,
+	// and the signature headers (never stored); "" for an unsigned source
+	// or one the config no longer has.
+	Signature  string
+	Rotation   int  // the source's secrets: more than one is a rotation
+	Unverified bool // the source checks nothing (verify = "none")
 }
 
 // GET /events/{id}: one event in full.
@@ -156,6 +163,15 @@ func (h *Handler) detailPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data := detailData{Detail: d, Body: NewBody(d.Body, d.Swept)}
+	if h.opt.Sink {
+		data.Unverified = true
+	} else if o, ok := h.opt.Sources[d.Source]; ok {
+		if p, ok := provider.Lookup(o.Scheme); ok && p.Unsigned {
+			data.Unverified = true
+		} else if ok {
+			data.Signature, data.Rotation = p.Name, len(o.Secrets)
+		}
+	}
 	for _, k := range slices.Sorted(maps.Keys(d.Headers)) {
 		for _, v := range d.Headers[k] {
 			data.Headers = append(data.Headers, headerRow{Name: k, Value: v, Redacted: v == redactedValue})

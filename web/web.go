@@ -59,6 +59,9 @@ type Options struct {
 	// the first secret where the scheme has a signer. A source without
 	// one gets the stored headers and a warning.
 	Sources map[string]provider.Options
+	// Sink says the handler serves the local sink, whose sources are any
+	// name, unsigned.
+	Sink bool
 	// Health gives GET /api/health and the health page; nil answers them
 	// 500.
 	Health HealthReader
