@@ -20,12 +20,12 @@ type slowQueue struct {
 	delay time.Duration
 	n     atomic.Int64
 	reads atomic.Int64
-	gate  sync.Mutex // held: reads wait
+	gate  sync.RWMutex // held: reads wait
 }
 
 func (q *slowQueue) QueueByTarget(ctx context.Context) (queue.TargetQueue, error) {
-	q.gate.Lock()
-	q.gate.Unlock()
+	q.gate.RLock()
+	defer q.gate.RUnlock()
 	q.reads.Add(1)
 	time.Sleep(q.delay)
 	tq := queue.TargetQueue{}
