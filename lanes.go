@@ -20,14 +20,14 @@ func (c *LanesCommand) Run(ctx context.Context, args []string) error {
 	fs := cli.NewFlagSet(c.Env, "lanes", "", lanesSummary)
 	path := fs.String("config", "", "config `FILE` (default $HOOKBOX_CONFIG)")
 	target := fs.String("target", "", "only this `TARGET`'s lanes")
-	blocked := fs.Bool("blocked", false, "only blocked lanes: those whose head is retrying")
+	blocked := fs.Bool("blocked", false, "only blocked lanes: those whose head is retrying, or whose target is paused")
 	limit := fs.Int("limit", 0, "at most `N` lanes (0: all)")
 	asJSON := fs.Bool("json", false, "one JSON object a line")
 	fs.Explain(`A lane is (target, order key): the deliveries of one target about one
 resource, run one at a time at a target with order = "fifo", "latest" or
 "coalesce". HEAD is the event whose delivery runs (or runs next), QUEUED
 how many wait behind it, LAST the version delivered last (and its event),
-BLOCKED since when the head has been failing.`)
+BLOCKED since when the head has been failing, or its target paused.`)
 	if err := fs.Parse(args, 0); err != nil {
 		return err
 	}

@@ -215,6 +215,17 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 	m.throttled.n = map[string]float64{}
+	for _, t := range m.Config.Targets {
+		if t.Rate.PerSecond() > 0 {
+			m.throttled.n[t.Name+"/rate"] = 0
+		}
+		if t.Concurrency > 0 {
+			m.throttled.n[t.Name+"/concurrency"] = 0
+		}
+	}
+	if m.Alerter != nil {
+		m.Metrics.InitAlerts(append([]string{"dead"}, m.Health.On()...))
+	}
 	if err := m.registerAreaMetrics(); err != nil {
 		return err
 	}

@@ -81,7 +81,7 @@ func (m *Main) registerAreaMetrics() error {
 				}
 				return out
 			})},
-		{Name: "hookbox_lanes_blocked", Help: "Ordering lanes whose head is retrying (hookbox lanes --blocked), and how long the oldest has been.", Label: "figure",
+		{Name: "hookbox_lanes_blocked", Help: "Ordering lanes whose head is retrying or whose target is paused (hookbox lanes --blocked), and how long the oldest has been.", Label: "figure",
 			Read: read(func(ctx context.Context) map[string]float64 {
 				s, ok := lanes(ctx)
 				if !ok {

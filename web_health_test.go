@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,16 @@ func TestWebAPI_Health(t *testing.T) {
 	for _, want := range []string{"target_failing", "target web", "failing ×2", `id="health-targets"`, "<svg class=\"chart\""} {
 		if !strings.Contains(page, want) {
 			t.Errorf("health page lacks %q", want)
+		}
+	}
+	// Times as every page writes them, for the browser to show in its zone.
+	times := regexp.MustCompile(`<time datetime="([^"]*)"`).FindAllStringSubmatch(page, -1)
+	if len(times) < 2 {
+		t.Errorf("health page has %d times, want the measurement's and the alarm's", len(times))
+	}
+	for _, m := range times {
+		if _, err := time.Parse(time.RFC3339, m[1]); err != nil {
+			t.Errorf("health page time %q is not RFC 3339", m[1])
 		}
 	}
 

@@ -517,6 +517,30 @@ func message(kind, subject string, firing bool, value, bound float64, window tim
 	return kind + " " + subject
 }
 
+// watching says where an alarm that is not firing stands against its
+// bound, for the status (the API, the health page): resolved messages are
+// for the alerts sent when one clears.
+func watching(kind, subject string, value, bound float64, window time.Duration, minVolume int) string {
+	secs := func(v float64) string { return human(time.Duration(v * float64(time.Second)).Round(time.Second)) }
+	w := human(window)
+	switch kind {
+	case DuplicateRate:
+		return fmt.Sprintf("source %s: %.0f%% of its requests in the last %s were duplicates (fires above %.0f%%, from %d requests)", subject, value*100, w, bound*100, minVolume)
+	case OldestQueued:
+		if value <= 0 {
+			return fmt.Sprintf("target %s: nothing waits (fires when a delivery waits over %s)", subject, secs(bound))
+		}
+		return fmt.Sprintf("target %s: the oldest delivery has waited %s (fires over %s)", subject, secs(value), secs(bound))
+	case ReceiveToDone:
+		return fmt.Sprintf("target %s: p99 from receipt to done %s over the last %s (fires over %s)", subject, secs(value), w, secs(bound))
+	case TargetFailing:
+		return fmt.Sprintf("target %s: %.0f failed attempts in a row (fires at %.0f)", subject, value, bound)
+	case Silence:
+		return fmt.Sprintf("source %s: last event %s ago (fires after %s without one)", subject, secs(value), secs(bound))
+	}
+	return kind + " " + subject
+}
+
 // human is d as a config would write it: "10m", "1h30m", "90s".
 func human(d time.Duration) string {
 	s := d.String()

@@ -84,7 +84,11 @@ func (m *Monitor) Status(ctx context.Context) (Status, error) {
 			since := s.Since.UTC()
 			a.Since = &since
 		}
-		a.Message = message(v.kind, v.subject, a.Firing, v.value, v.bound, m.cfg.Window)
+		if a.Firing {
+			a.Message = message(v.kind, v.subject, true, v.value, v.bound, m.cfg.Window)
+		} else {
+			a.Message = watching(v.kind, v.subject, v.value, v.bound, m.cfg.Window, m.cfg.MinVolume)
+		}
 		st.Alarms = append(st.Alarms, a)
 	}
 	for _, s := range m.sourceNames(f) {
@@ -134,6 +138,17 @@ func (m *Monitor) Firing(ctx context.Context) (map[string]bool, error) {
 		}
 	}
 	return out, nil
+}
+
+// On lists the alarm kinds turned on, in Kinds' order.
+func (m *Monitor) On() []string {
+	var out []string
+	for _, k := range Kinds {
+		if m.on(k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // on reports whether alarm kind is turned on.

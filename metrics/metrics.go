@@ -108,6 +108,16 @@ func (m *Metrics) Init(sources, targets []string) {
 	}
 }
 
+// InitAlerts makes the alerts' series of each kind exist at 0 (where
+// alerts are sent at all: an [alert] configured).
+func (m *Metrics) InitAlerts(kinds []string) {
+	for _, k := range kinds {
+		for _, o := range []string{"sent", "failed", "given_up"} {
+			m.alerts.WithLabelValues(k, o)
+		}
+	}
+}
+
 // Register adds collectors to the registry; it fails on a name or label
 // set already registered.
 func (m *Metrics) Register(cs ...prometheus.Collector) error {

@@ -383,6 +383,19 @@ func (db *DB) LaneStats(ctx context.Context) (queue.LaneStats, error) {
 		return s, fmt.Errorf("lane stats: %w", err)
 	}
 	s.OldestBlocked = fromNullMS(oldest)
+	// And the lanes held by a pause of their target, blocked since it.
+	var paused int64
+	var pausedAt *int64
+	err = db.pool.QueryRow(ctx, `SELECT count(*), min(p.paused_at) FROM deliveries h
+		JOIN lanes l ON l.target = h.target AND l.key = h.lane AND l.head = h.id JOIN paused_targets p ON p.target = h.target
+		WHERE h.status = 'paused'`).Scan(&paused, &pausedAt)
+	if err != nil {
+		return s, fmt.Errorf("lane stats: %w", err)
+	}
+	s.Blocked += paused
+	if t := fromNullMS(pausedAt); !t.IsZero() && (s.OldestBlocked.IsZero() || t.Before(s.OldestBlocked)) {
+		s.OldestBlocked = t
+	}
 	rows, err := db.pool.Query(ctx, `SELECT split_part(split_part(skip_reason, ':', 1), ' ', 1), count(*) FROM deliveries
 		WHERE status = 'skipped' GROUP BY 1`)
 	if err != nil {

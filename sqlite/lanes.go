@@ -475,8 +475,8 @@ func (db *DB) LanePosition(ctx context.Context, delivery int64) (int64, error) {
 	return n, nil
 }
 
-// LaneStats counts the blocked lanes (head retrying), the oldest blocked
-// head's failing time, and the skipped deliveries by reason kind.
+// LaneStats counts the blocked lanes (head retrying, or its target
+// paused), the oldest blocked head's failing (or pausing) time, and the skipped deliveries by reason kind.
 func (db *DB) LaneStats(ctx context.Context) (queue.LaneStats, error) {
 	s := queue.LaneStats{Skipped: map[string]int64{queue.ReasonStale: 0, queue.ReasonSuperseded: 0}}
 	var oldest sql.NullInt64
@@ -486,6 +486,19 @@ func (db *DB) LaneStats(ctx context.Context) (queue.LaneStats, error) {
 		return s, fmt.Errorf("lane stats: %w", err)
 	}
 	s.OldestBlocked = timeOf(oldest)
+	// And the lanes held by a pause of their target, blocked since it.
+	var paused int64
+	var pausedAt sql.NullInt64
+	err = db.reader.QueryRowContext(ctx, `SELECT count(*), min(p.paused_at) FROM deliveries h INDEXED BY deliveries_paused
+		JOIN lanes l ON l.target = h.target AND l.key = h.lane AND l.head = h.id JOIN paused_targets p ON p.target = h.target
+		WHERE h.status = 'paused'`).Scan(&paused, &pausedAt)
+	if err != nil {
+		return s, fmt.Errorf("lane stats: %w", err)
+	}
+	s.Blocked += paused
+	if t := timeOf(pausedAt); !t.IsZero() && (s.OldestBlocked.IsZero() || t.Before(s.OldestBlocked)) {
+		s.OldestBlocked = t
+	}
 	for kind := range s.Skipped {
 		var n int64
 		if err := db.reader.QueryRowContext(ctx, `SELECT count(*) FROM deliveries INDEXED BY deliveries_skipped

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"time"
 
 	"hookbox/dedupe"
 	"hookbox/provider"
@@ -21,6 +22,19 @@ import (
 func parsePages() map[string]*template.Template {
 	funcs := template.FuncMap{
 		"statusClass": func(s string) string { return "st-" + s },
+		// rfc writes a time.Time (or a *time.Time, nil for none) as the
+		// pages show times: RFC 3339, UTC ("" for none).
+		"rfc": func(v any) string {
+			switch t := v.(type) {
+			case time.Time:
+				return view.Time(t)
+			case *time.Time:
+				if t != nil {
+					return view.Time(*t)
+				}
+			}
+			return ""
+		},
 		"dict": func(kv ...any) map[string]any {
 			m := map[string]any{}
 			for i := 0; i+1 < len(kv); i += 2 {

@@ -617,6 +617,9 @@ func testLanePause(t *testing.T, e Engine) {
 	if len(blocked) != 1 || blocked[0].Key != "pi_p" || blocked[0].BlockedSince.IsZero() || blocked[0].Queued != 1 {
 		t.Fatalf("blocked lanes under the pause: %+v, want pi_p, blocked since the pause, one waiting behind its head", blocked)
 	}
+	if st, err := e.LaneStats(ctx); err != nil || st.Blocked != 1 || !st.OldestBlocked.Equal(blocked[0].BlockedSince) {
+		t.Fatalf("lane stats under the pause: %+v (%v), want one blocked since the pause", st, err)
+	}
 	wantStatus(t, e, v1, "ordered", queue.Done, "")
 	if got := claim(t, e, 100, now.Add(time.Hour)); len(got) != 0 {
 		t.Fatalf("a paused target's delivery was claimed (event %d)", got[0].Event)
