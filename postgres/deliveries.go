@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"hookbox/order"
 	"hookbox/queue"
 )
 
@@ -332,16 +333,29 @@ func (db *DB) completeFn(j *queue.Job, f queue.Finish, now time.Time, stale *boo
 		var lane *laneTx
 		var ls queue.LaneState
 		var li queue.LaneItem
+		// A fifo head delivered or dead, the usual end of a lane's
+		// delivery, advances its lane in one statement (advanceFIFOTx)
+		// after the delivery's own, with no read of it before.
+		var fifo bool
 		if j.Lane != "" {
+			l, ok := db.order.lane(j.Target)
+			fifo = ok && l.Mode == order.FIFO && (a.Outcome == "ok" || (!f.Release && f.Dead))
 			// The lane's lock first, as every transaction of a lane takes
 			// it before any of the lane's deliveries.
-			lane = &laneTx{ctx: ctx, tx: tx}
-			var err error
-			if ls, err = lane.LockLane(j.Target, j.Lane); err != nil {
-				return err
-			}
-			if li, err = lane.Item(j.Delivery); err != nil {
-				return err
+			if fifo {
+				// Its lock alone: advanceFIFOSQL reads what it needs.
+				if _, err := tx.Exec(ctx, lockFIFOSQL, j.Target, j.Lane); err != nil {
+					return fmt.Errorf("lane %s/%s: %w", j.Target, j.Lane, err)
+				}
+			} else {
+				lane = &laneTx{ctx: ctx, tx: tx}
+				var err error
+				if ls, err = lane.LockLane(j.Target, j.Lane); err != nil {
+					return err
+				}
+				if li, err = lane.Item(j.Delivery); err != nil {
+					return err
+				}
 			}
 		}
 		tag, err := tx.Exec(ctx, query, args...)
@@ -349,6 +363,11 @@ func (db *DB) completeFn(j *queue.Job, f queue.Finish, now time.Time, stale *boo
 			return err
 		}
 		n := tag.RowsAffected()
+		if fifo && n == 1 {
+			if j.Promoted, err = advanceFIFOTx(ctx, tx, j, a.Outcome == "ok", f.Lease, now); err != nil {
+				return err
+			}
+		}
 		if lane != nil && n == 1 {
 			if l, ok := db.order.lane(j.Target); ok {
 				next, err := queue.AdvanceLane(lane, l, j.Target, j.Lane, ls, li, laneOutcome(f), f.Next, now)

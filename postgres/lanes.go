@@ -88,6 +88,68 @@ const (
 	nextNewestSQL  = `SELECT id FROM deliveries WHERE ` + nextWhere + ` ORDER BY rank DESC, id DESC LIMIT 1`
 )
 
+// advanceFIFOSQL is AdvanceLane and PromoteLane of a fifo lane whose head
+// $5 was just delivered ($2 true) or died, in one statement, under the
+// lane's lock: it records the head's version as the last delivered, makes
+// the lane's first waiting delivery its head (still parked: the caller
+// claims or unparks it) and returns it. It changes no row, and returns
+// none, where the lane is gone or its head is another delivery (the
+// target's order changed).
+const advanceFIFOSQL = `UPDATE lanes AS l SET head = x.next, blocked_since = NULL, held_since = CASE WHEN x.next IS NULL THEN NULL ELSE $1::bigint END,
+		last_rank = CASE WHEN $2 AND x.rank <> '' THEN x.rank ELSE l.last_rank END,
+		last_version = CASE WHEN $2 AND x.rank <> '' THEN x.version ELSE l.last_version END,
+		last_event = CASE WHEN $2 THEN x.event ELSE l.last_event END
+	FROM (SELECT d.event, d.rank, coalesce(e.order_version, '') AS version,
+			(SELECT w.id FROM deliveries w WHERE w.target = $3 AND w.lane = $4 AND w.run_at = ` + parkedSQL + `
+				AND w.status IN ('pending', 'retrying', 'paused') ORDER BY w.rank, w.id LIMIT 1) AS next
+		FROM deliveries d JOIN events e ON e.id = d.event WHERE d.id = $5) AS x
+	WHERE l.target = $3 AND l.key = $4 AND l.head = $5
+	RETURNING coalesce(l.head, 0)`
+
+// lockFIFOSQL takes a lane's lock, as LockLane does, where the lane is
+// not read (advanceFIFOSQL). A lane whose row is gone has no head to
+// advance.
+const lockFIFOSQL = `SELECT 1 FROM lanes WHERE target = $1 AND key = $2 FOR UPDATE`
+
+// claimParkedSQL claims a lane's new head where it waits, parked, as a
+// claim does.
+const claimParkedSQL = `UPDATE deliveries SET status = 'running', attempts = attempts + 1, run_at = $1, lease_token = nextval('lease_tokens')
+	WHERE id = $2 AND status IN ('pending', 'retrying') AND run_at = ` + parkedSQL + `
+	RETURNING id, event, target, attempts, lease_token, coalesce(lane, '')`
+
+// advanceFIFOTx advances the fifo lane of j, delivered (done) or dead,
+// whose lock the caller holds: the lane logic's steps for these outcomes
+// in one statement. It claims the lane's next delivery for the caller
+// (lease) or makes it due, and reports whether it made one due.
+func advanceFIFOTx(ctx context.Context, tx pgx.Tx, j *queue.Job, done bool, lease time.Duration, now time.Time) (promoted bool, err error) {
+	var next int64
+	err = tx.QueryRow(ctx, advanceFIFOSQL, ms(now), done, j.Target, j.Lane, j.Delivery).Scan(&next)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && next == 0) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("advance lane %s/%s: %w", j.Target, j.Lane, err)
+	}
+	if lease > 0 {
+		n := &queue.Job{}
+		err := tx.QueryRow(ctx, claimParkedSQL, ms(now.Add(lease)), next).Scan(&n.Delivery, &n.Event, &n.Target, &n.Attempt, &n.Token, &n.Lane)
+		if err == nil {
+			if err := loadEvents(ctx, tx, []*queue.Job{n}); err != nil {
+				return false, err
+			}
+			j.Next = n
+			return false, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return false, fmt.Errorf("claim delivery %d: %w", next, err)
+		}
+	}
+	if _, err := tx.Exec(ctx, unparkSQL, ms(now), next); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
 // laneTx is queue.LaneTx on one transaction.
 type laneTx struct {
 	ctx context.Context

@@ -17,7 +17,10 @@ import (
 // claim itself is the same for every delivery: a head is an ordinary due
 // row.
 //
-// The logic is here, once; the engines give its steps (LaneTx).
+// The logic is here, once; the engines give its steps (LaneTx). The usual
+// end of a fifo head, delivered or dead, an engine may do in statements of
+// its own (AdvanceLane, then PromoteLane, to the same lane row and the same
+// new head), as its store's writer runs it for every ordered delivery.
 
 // LaneState is a lane's row.
 type LaneState struct {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"hookbox/order"
 	"hookbox/queue"
 )
 
@@ -417,7 +418,15 @@ func (db *DB) completeFn(ctx context.Context, j *queue.Job, f queue.Finish, now 
 		var lane *laneTx
 		var ls queue.LaneState
 		var li queue.LaneItem
+		// A fifo head delivered or dead, the usual end of a lane's
+		// delivery, advances its lane in one statement (advanceFIFO) after
+		// the delivery's own, with no read of the lane before.
+		var fifo bool
 		if j.Lane != "" {
+			l, ok := db.order.lane(j.Target)
+			fifo = ok && l.Mode == order.FIFO && (a.Outcome == "ok" || (!f.Release && f.Dead))
+		}
+		if j.Lane != "" && !fifo {
 			// The lane and the item, before the delivery changes.
 			lane = db.laneTx(ctx, tx)
 			lane.hold = f.Lease > 0
@@ -440,6 +449,11 @@ func (db *DB) completeFn(ctx context.Context, j *queue.Job, f queue.Finish, now 
 		n, err := r.RowsAffected()
 		if err != nil {
 			return err
+		}
+		if fifo && n == 1 {
+			if err := db.advanceFIFOTx(ctx, tx, j, f, a.Outcome == "ok", now); err != nil {
+				return err
+			}
 		}
 		if lane != nil && n == 1 {
 			if l, ok := db.order.lane(j.Target); ok {
@@ -496,6 +510,30 @@ func (db *DB) completeFn(ctx context.Context, j *queue.Job, f queue.Finish, now 
 		}
 		return nil
 	}
+}
+
+// advanceFIFOTx advances the fifo lane of j, delivered (done) or dead,
+// inside tx, and claims its next delivery for the caller (f.Lease) or
+// makes it due.
+func (db *DB) advanceFIFOTx(ctx context.Context, tx *sql.Tx, j *queue.Job, f queue.Finish, done bool, now time.Time) error {
+	lt := db.laneTx(ctx, tx)
+	next, ok, err := lt.advanceFIFO(j, done, now)
+	if err != nil || !ok || next == 0 {
+		return err
+	}
+	if f.Lease > 0 {
+		// Claimed for the caller straight from where it waited.
+		if j.Next, err = db.claimOneTx(ctx, tx, next, f.Lease, now); err != nil {
+			return err
+		}
+	}
+	if j.Next == nil {
+		if _, err := lt.exec(unparkSQL, now.UnixMilli(), next); err != nil {
+			return err
+		}
+		j.Promoted = true
+	}
+	return nil
 }
 
 // Deliveries returns the deliveries of the given events, keyed by event.

@@ -89,6 +89,41 @@ const (
 		FROM deliveries d JOIN events e ON e.id = d.event JOIN lanes l ON l.target = d.target AND l.key = d.lane WHERE d.id = ?`
 )
 
+// advanceFIFOSQL is AdvanceLane and PromoteLane of a fifo lane whose head
+// (the fourth value) was just delivered (the second value 1) or died (0),
+// in one statement: it records the head's version as the last delivered,
+// makes the lane's first waiting delivery its head (still parked: the
+// caller claims or unparks it) and returns it, found through
+// deliveries_lane. It changes no row, and returns none, where the lane is
+// gone or its head is another delivery (the target's order changed).
+const advanceFIFOSQL = `UPDATE lanes SET head = x.next, blocked_since = NULL, held_since = CASE WHEN x.next IS NULL THEN NULL ELSE ? END,
+		last_rank = CASE WHEN x.done AND x.rank != '' THEN x.rank ELSE last_rank END,
+		last_version = CASE WHEN x.done AND x.rank != '' THEN x.version ELSE last_version END,
+		last_event = CASE WHEN x.done THEN x.event ELSE last_event END
+	FROM (SELECT ? AS done, d.event AS event, d.rank AS rank, coalesce(e.order_version, '') AS version,
+			(SELECT w.id FROM deliveries w INDEXED BY deliveries_lane WHERE w.target = ? AND w.lane = ? AND w.run_at = ` + parkedSQL + `
+				AND (w.status = 'pending' OR w.status = 'retrying' OR w.status = 'paused') ORDER BY w.rank, w.id LIMIT 1) AS next
+		FROM deliveries d JOIN events e ON e.id = d.event WHERE d.id = ?) AS x
+	WHERE lanes.target = ? AND lanes.key = ? AND lanes.head = ?
+	RETURNING coalesce(head, 0)`
+
+// advanceFIFO records the outcome of j, the head of a fifo lane just
+// delivered (done) or dead, and returns the lane's new head, left parked,
+// or 0: AdvanceLane's steps for these outcomes, in one statement. ok is
+// false if j was not its lane's head, and then nothing changed.
+func (t *laneTx) advanceFIFO(j *queue.Job, done bool, now time.Time) (next int64, ok bool, err error) {
+	row, err := t.queryRow(advanceFIFOSQL, now.UnixMilli(), done, j.Target, j.Lane, j.Delivery, j.Target, j.Lane, j.Delivery)
+	if err != nil {
+		return 0, false, err
+	}
+	if err := row.Scan(&next); errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	} else if err != nil {
+		return 0, false, fmt.Errorf("advance lane %s/%s: %w", j.Target, j.Lane, err)
+	}
+	return next, true, nil
+}
+
 // laneTx is queue.LaneTx on one of the writer's transactions.
 type laneTx struct {
 	db  *DB

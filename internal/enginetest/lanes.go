@@ -30,6 +30,8 @@ var laneTests = []test{
 	{"Backfill enters lanes", testLaneBackfill},
 	{"A failing head gives way to an earlier one", testLaneGiveWay},
 	{"A completion hands the next delivery over", testLaneHandOff},
+	{"A fifo lane records what was delivered, not what died", testLaneFIFOLast},
+	{"A completion that is not its lane's head leaves the lane alone", testLaneNotHead},
 }
 
 // laneEvent is a new event of resource key at version, received at at.
@@ -641,5 +643,94 @@ func testLanePause(t *testing.T, e Engine) {
 	}
 	for _, ev := range []int64{v2, v3} {
 		wantStatus(t, e, ev, "ordered", queue.Done, "")
+	}
+}
+
+// oneLane returns target's only lane.
+func oneLane(tb testing.TB, e Engine, target string) queue.Lane {
+	tb.Helper()
+	lanes, err := e.Lanes(context.Background(), queue.LaneFilter{Target: target})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if len(lanes) != 1 {
+		tb.Fatalf("lanes of %s: %+v, want 1", target, lanes)
+	}
+	return lanes[0]
+}
+
+// A fifo lane's last delivered version and event move with each delivery
+// done (the version only where the event has one), not with a dead one;
+// the lane's last delivery leaves it without a head.
+func testLaneFIFOLast(t *testing.T, e Engine) {
+	e.SetOrder(fifo("t"))
+	a := ingestLane(t, e, "a", "k", "10", t0, "t")
+	first := claimOne(t, e, t0)                  // running: the others wait behind it
+	b := ingestLane(t, e, "b", "k", "", t0, "t") // no version: first of those waiting
+	c := ingestLane(t, e, "c", "k", "30", t0, "t")
+	d := ingestLane(t, e, "d", "k", "40", t0, "t")
+	step := func(want int64, f func(*queue.Job) queue.Finish, promoted bool, head int64, last string, lastEvent int64) {
+		t.Helper()
+		j := first
+		if j == nil {
+			j = claimOne(t, e, t0)
+		}
+		first = nil
+		if j.Event != want {
+			t.Fatalf("claimed event %d, want %d", j.Event, want)
+		}
+		complete(t, e, j, f(j), t0)
+		if j.Promoted != promoted {
+			t.Fatalf("event %d: promoted %v, want %v", want, j.Promoted, promoted)
+		}
+		l := oneLane(t, e, "t")
+		if l.HeadEvent != head || l.LastVersion != last || l.LastEvent != lastEvent {
+			t.Fatalf("after event %d: lane %+v, want head event %d, last version %q of event %d", want, l, head, last, lastEvent)
+		}
+	}
+	ok := func(j *queue.Job) queue.Finish { return finishOK(j, t0) }
+	dead := func(j *queue.Job) queue.Finish { return finishDead(j, t0, "410", "permanent: status 410", false) }
+	step(a, ok, true, b, "10", a)
+	step(b, ok, true, c, "10", b)
+	step(c, dead, true, d, "10", b)
+	step(d, ok, false, 0, "40", d)
+	if l := oneLane(t, e, "t"); l.Head != 0 || l.Queued != 0 {
+		t.Fatalf("drained lane %+v, want no head, none queued", l)
+	}
+	if jobs := claim(t, e, 10, t0); len(jobs) != 0 {
+		t.Fatalf("claimed %d from a drained lane, want 0", len(jobs))
+	}
+}
+
+// Deliveries released from their lane (its target's order set to none)
+// and running when the target is ordered again are not the lane's head:
+// their completion neither promotes nor records, and a new head that took
+// the lane meanwhile stays.
+func testLaneNotHead(t *testing.T, e Engine) {
+	ctx := context.Background()
+	e.SetOrder(fifo("t"))
+	a := ingestLane(t, e, "a", "k", "1", t0, "t")
+	ingestLane(t, e, "b", "k", "2", t0, "t")
+	e.SetOrder(nil)
+	if _, err := e.ReleaseLanes(ctx, t0); err != nil {
+		t.Fatal(err)
+	}
+	jobs := claim(t, e, 10, t0)
+	if len(jobs) != 2 {
+		t.Fatalf("claimed %d, want both once released", len(jobs))
+	}
+	e.SetOrder(fifo("t"))
+	c := ingestLane(t, e, "c", "k", "3", t0, "t") // the lane had no head: c leads
+	for _, j := range jobs {
+		complete(t, e, j, finishOK(j, t0), t0)
+		if j.Promoted || j.Next != nil {
+			t.Fatalf("completion of event %d, not the head, promoted %v, handed over %v", j.Event, j.Promoted, j.Next)
+		}
+	}
+	if l := oneLane(t, e, "t"); l.HeadEvent != c || l.LastEvent != 0 || l.LastVersion != "" {
+		t.Fatalf("lane %+v, want head event %d, nothing recorded as delivered (not event %d)", l, c, a)
+	}
+	if j := claimOne(t, e, t0); j.Event != c {
+		t.Fatalf("claimed %d, want the head %d", j.Event, c)
 	}
 }
