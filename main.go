@@ -36,6 +36,7 @@ import (
 	"hookbox/metrics"
 	"hookbox/order"
 	"hookbox/postgres"
+	"hookbox/provider"
 	"hookbox/queue"
 	"hookbox/receiver"
 	"hookbox/refetch"
@@ -127,16 +128,15 @@ type Main struct {
 	// run theirs with Elector.Run(ctx, name, work).
 	Elector *leader.Elector
 
-	leaders   sync.WaitGroup // the Elector.Run of each lease
-	stopLed   context.CancelFunc
-	bg        sync.WaitGroup // the notification listener
-	throttled throttleCounts // the pool's deferrals, for the metrics
-	web       *web.Handler   // the UI and the API, on the admin routes
-	storeID   string         // the store's identity: sqlite.RealPath, or the URL without its password
-	lock      *os.File
-	cancel    context.CancelFunc
-	serveCh   chan error
-	adminCh   chan error
+	leaders sync.WaitGroup // the Elector.Run of each lease
+	stopLed context.CancelFunc
+	bg      sync.WaitGroup // the notification listener
+	web     *web.Handler   // the UI and the API, on the admin routes
+	storeID string         // the store's identity: sqlite.RealPath, or the URL without its password
+	lock    *os.File
+	cancel  context.CancelFunc
+	serveCh chan error
+	adminCh chan error
 }
 
 // Store is what a running serve needs of a store engine; sqlite.DB and
@@ -214,19 +214,22 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.buildReceiver(); err != nil {
 		return err
 	}
-	m.throttled.n = map[string]float64{}
 	for _, t := range m.Config.Targets {
 		if t.Rate.PerSecond() > 0 {
-			m.throttled.n[t.Name+"/rate"] = 0
+			m.Metrics.InitThrottled(t.Name, queue.ThrottledRate)
 		}
 		if t.Concurrency > 0 {
-			m.throttled.n[t.Name+"/concurrency"] = 0
+			m.Metrics.InitThrottled(t.Name, queue.ThrottledConcurrency)
 		}
 	}
 	if m.Alerter != nil {
 		m.Metrics.InitAlerts(append([]string{"dead"}, m.Health.On()...))
 	}
-	if err := m.registerAreaMetrics(); err != nil {
+	if err := m.Metrics.RegisterState(metrics.State{
+		Alarms: m.Health.Firing, Paused: m.Store.Paused, Targets: m.Config.TargetNames(),
+		Lanes: m.Store.LaneStats, Refetches: m.Refetch.Counters.ByOutcome,
+		Leader: m.Elector.Leader, Leases: []string{"sweeper", "alerter", "health"}, Now: m.Now,
+	}); err != nil {
 		return err
 	}
 	m.mountWeb()
@@ -425,7 +428,7 @@ func (m *Main) buildDelivery() error {
 		Logger: m.component("queue"),
 
 		OnAttempt:   m.Metrics.ObserveAttempt,
-		OnThrottled: m.throttled.add,
+		OnThrottled: m.Metrics.ObserveThrottled,
 	})
 	return nil
 }
@@ -609,4 +612,150 @@ func (w wakeAll) Notify() {
 
 func (m *Main) component(name string) zerolog.Logger {
 	return m.Logger.With().Str("component", name).Logger()
+}
+
+// buildMetrics makes the metrics on a registry of this Main's own, with
+// the collectors that read the queue and the store at scrape time.
+func (m *Main) buildMetrics() {
+	m.Metrics = metrics.New(m.Now)
+	read := func() metrics.CommitStats {
+		s := m.DB.Stats()
+		return metrics.CommitStats{Commits: s.Commits, Writes: s.Writes, FailedCommits: s.FailedCommit}
+	}
+	if m.PG != nil {
+		read = func() metrics.CommitStats {
+			s := m.PG.Stats()
+			return metrics.CommitStats{Commits: s.Commits, Writes: s.Writes, FailedCommits: s.FailedCommit}
+		}
+	}
+	m.Metrics.Registry.MustRegister(
+		metrics.StoreCollector{Read: read},
+		&metrics.QueueCollector{Store: m.Store, Targets: m.Config.TargetNames(), Now: m.Now},
+	)
+	sources := make([]string, len(m.Config.Sources))
+	for i, s := range m.Config.Sources {
+		sources[i] = s.Name
+	}
+	m.Metrics.Init(sources, m.Config.TargetNames())
+	m.Admin.Mount("GET /metrics", m.Metrics.Handler(m.component("metrics")))
+}
+
+// buildBudget makes the admission budgets of [store].
+func (m *Main) buildBudget() {
+	cfg := m.Config.Store
+	m.Budget = &admission.Budget{
+		MaxQueued:   cfg.MaxQueued,
+		Waiting:     m.Store.Waiting,
+		MinFreeDisk: uint64(max(0, cfg.MinFreeDisk.Int())),
+		Interval:    m.BudgetInterval,
+		FreeDisk:    m.FreeDisk,
+		Logger:      m.component("admission"),
+	}
+	if m.DB != nil {
+		m.Budget.Dir = filepath.Dir(m.storeID)
+	}
+}
+
+// startLive starts the liveness checks: a write through the store's
+// writer, and the worker pool. With systemd's watchdog, each passing
+// round pets it, at least three times per WatchdogSec.
+func (m *Main) startLive(ctx context.Context) {
+	// A write waits behind the batch being committed: under a burst, a
+	// second or two. The check allows 5 s before it says the writer is
+	// stuck, and never longer than a third of the watchdog's period.
+	every, timeout := 2*time.Second, 5*time.Second
+	if m.LiveInterval > 0 {
+		every = m.LiveInterval
+	}
+	if m.Watchdog > 0 {
+		every, timeout = min(every, m.Watchdog/3), min(timeout, m.Watchdog/3)
+	}
+	m.Live = &live.Monitor{
+		Checks: []live.Check{
+			{Name: "store", Run: m.Store.Ping},
+			{Name: "workers", Run: m.Pool.Alive},
+		},
+		Interval: every,
+		Timeout:  timeout,
+		Logger:   m.component("live"),
+	}
+	if m.Watchdog > 0 {
+		m.Live.OnPass = func() { m.notify("WATCHDOG=1") }
+	}
+	m.Live.Start(ctx)
+}
+
+// ready is /readyz's verdict: the liveness checks pass and no admission
+// budget is exceeded.
+func (m *Main) ready() error {
+	if err := m.Live.Err(); err != nil {
+		return err
+	}
+	if err := m.Budget.Admit(); err != nil {
+		var e *admission.Exceeded
+		if errors.As(err, &e) {
+			return fmt.Errorf("budget: %w", err)
+		}
+		return err
+	}
+	return nil
+}
+
+// fallback is what the webhook listener serves beside its own routes:
+// the admin routes for the local sink (one loopback listener for all),
+// nothing with a config.
+func (m *Main) fallback() http.Handler {
+	if m.LocalSink || m.ShareListener {
+		return m.Admin.Handler()
+	}
+	return nil
+}
+
+// notify tells systemd state, when it asked to be told.
+func (m *Main) notify(state string) {
+	if err := m.Notifier.Notify(state); err != nil {
+		log := m.component("systemd")
+		log.Warn().Err(err).Msg("could not notify systemd")
+	}
+}
+
+// AdminAddr is the admin listener's bound address, "" when it is off.
+func (m *Main) AdminAddr() string {
+	if m.Admin == nil || m.Admin.Addr() == nil {
+		return ""
+	}
+	return m.Admin.Addr().String()
+}
+
+// WebHandler is the web UI and the JSON API over the running serve's
+// store, for a listener to mount at / (they answer / and /api/). It
+// checks no token: whoever mounts it does. Call it after Run; register
+// its Shutdown with the listener's server (RegisterOnShutdown).
+func (m *Main) WebHandler() *web.Handler {
+	var store web.Store
+	if m.PG != nil {
+		store = m.PG
+	} else {
+		store = m.DB
+	}
+	sources := make(map[string]provider.Options, len(m.Config.Sources))
+	for _, s := range m.Config.Sources {
+		sources[s.Name] = s.ProviderOptions()
+	}
+	o := web.Options{Targets: m.Config.Targets, Sources: sources, Now: m.Now, Logger: m.component("web"),
+		AnyHost: m.Config.Admin.Token != "", Sink: m.LocalSink}
+	if m.Health != nil {
+		o.Health = m.Health
+	}
+	return web.New(store, o)
+}
+
+// mountWeb serves the web UI and the JSON API on the admin routes (the
+// admin listener, or the local sink's): at / and under /api/. Behind a
+// token it answers any Host (a proxy forwards its own name); without one,
+// only loopback names and addresses, against DNS rebinding.
+func (m *Main) mountWeb() {
+	h := m.WebHandler()
+	m.web = h
+	m.Admin.Mount("/", h)
 }

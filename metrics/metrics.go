@@ -7,12 +7,15 @@
 package metrics
 
 import (
+	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
 
 	"hookbox/receiver"
 )
@@ -41,6 +44,7 @@ type Metrics struct {
 	attempts  *prometheus.CounterVec
 	dead      *prometheus.CounterVec
 	alerts    *prometheus.CounterVec
+	throttled *prometheus.CounterVec
 }
 
 // New returns the metrics on a new registry holding them and the Go and
@@ -82,11 +86,15 @@ func New(now func() time.Time) *Metrics {
 			Name: "hookbox_alerts_total",
 			Help: "Alerts sent through [alert], by kind and outcome: sent, failed (tried again) or given_up.",
 		}, []string{"kind", "outcome"}),
+		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookbox_throttled_total",
+			Help: "Claimed deliveries put back, no attempt spent, for want of a rate token or a concurrency slot, by target and reason (rate, concurrency).",
+		}, []string{"target", "reason"}),
 	}
 	m.Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.received, m.ack, m.done, m.delivered, m.attempts, m.dead, m.alerts,
+		m.received, m.ack, m.done, m.delivered, m.attempts, m.dead, m.alerts, m.throttled,
 	)
 	return m
 }
@@ -106,6 +114,16 @@ func (m *Metrics) Init(sources, targets []string) {
 			m.attempts.WithLabelValues(t, o)
 		}
 	}
+}
+
+// InitThrottled makes target's deferral series for reason (rate,
+// concurrency) exist at 0: for the targets that have that limit.
+func (m *Metrics) InitThrottled(target, reason string) { m.throttled.WithLabelValues(target, reason) }
+
+// ObserveThrottled counts n claimed jobs of target deferred for reason
+// (queue.PoolConfig.OnThrottled).
+func (m *Metrics) ObserveThrottled(target, reason string, n int) {
+	m.throttled.WithLabelValues(target, reason).Add(float64(n))
 }
 
 // InitAlerts makes the alerts' series of each kind exist at 0 (where
@@ -132,9 +150,9 @@ func (m *Metrics) Register(cs ...prometheus.Collector) error {
 // Handler serves the registry in the Prometheus exposition format. A
 // collector that fails (the store cannot be read) leaves out its figures
 // and the scrape goes on with the rest; the error goes to log.
-func (m *Metrics) Handler(log promhttp.Logger) http.Handler {
+func (m *Metrics) Handler(log zerolog.Logger) http.Handler {
 	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{
-		ErrorLog:            log,
+		ErrorLog:            warnLog{log},
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: 4,
 		Timeout:             10 * time.Second,
@@ -183,3 +201,9 @@ func (m *Metrics) ObserveAttempt(target, outcome string) {
 func (m *Metrics) ObserveAlert(kind, outcome string) {
 	m.alerts.WithLabelValues(kind, outcome).Inc()
 }
+
+// warnLog writes the handler's errors (a collector that failed) as
+// warnings.
+type warnLog struct{ log zerolog.Logger }
+
+func (l warnLog) Println(v ...any) { l.log.Warn().Msg(strings.TrimSpace(fmt.Sprintln(v...))) }

@@ -74,6 +74,12 @@ const (
 	outcomeRateLimited
 )
 
+// ByOutcome is the counts by outcome name, as the metrics label them:
+// ok, gone, failed, rate_limited.
+func (c *Counters) ByOutcome() map[string]int64 {
+	return map[string]int64{"ok": c.OK.Load(), "gone": c.Gone.Load(), "failed": c.Failed.Load(), "rate_limited": c.RateLimited.Load()}
+}
+
 func (c *Counters) add(o outcome) {
 	switch o {
 	case outcomeOK:
