@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"strings"
 	"time"
 
+	"hookbox/config"
 	"hookbox/health"
 )
 
@@ -126,7 +126,7 @@ func (h *Handler) healthPage(w http.ResponseWriter, r *http.Request) {
 		h.failPage(w, r, err)
 		return
 	}
-	d := healthData{At: a.At, Window: shortDuration(time.Duration(a.WindowSeconds) * time.Second), Paused: a.Paused}
+	d := healthData{At: a.At, Window: config.Duration(time.Duration(a.WindowSeconds) * time.Second).String(), Paused: a.Paused}
 	bounds := map[string]float64{}
 	firing := map[string]bool{}
 	for _, al := range a.Alarms {
@@ -179,16 +179,4 @@ func seconds(s float64) string {
 		return "–"
 	}
 	return (time.Duration(s * float64(time.Second))).Round(time.Millisecond).String()
-}
-
-// shortDuration writes d without its zero parts: 10m, 1h30m, 45s.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }

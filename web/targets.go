@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"hookbox/config"
@@ -103,12 +104,9 @@ func targetNames(ts []config.Target) string {
 	if len(ts) == 0 {
 		return "none"
 	}
-	var s string
+	names := make([]string, len(ts))
 	for i, t := range ts {
-		if i > 0 {
-			s += ", "
-		}
-		s += t.Name
+		names[i] = t.Name
 	}
-	return s
+	return strings.Join(names, ", ")
 }
