@@ -14,12 +14,12 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"hookbox/config"
 	"hookbox/queue"
 )
 
@@ -541,14 +541,5 @@ func watching(kind, subject string, value, bound float64, window time.Duration, 
 	return kind + " " + subject
 }
 
-// human is d as a config would write it: "10m", "1h30m", "90s".
-func human(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
-}
+// human is d as a config writes it: "10m", "1h30m", "90s", "2d".
+func human(d time.Duration) string { return config.Duration(d).String() }
