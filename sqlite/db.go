@@ -65,6 +65,7 @@ type DB struct {
 	reader *sql.DB
 	log    zerolog.Logger
 	order  orderConfig // lanes.go
+	done   lastDone    // health.go
 }
 
 // DefaultJournalSizeLimit is the WAL size a store keeps after a checkpoint

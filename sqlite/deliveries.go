@@ -371,6 +371,7 @@ func (db *DB) Renew(ctx context.Context, jobs []*queue.Job, lease time.Duration,
 func (db *DB) Complete(ctx context.Context, j *queue.Job, f queue.Finish, now time.Time) error {
 	var stale bool
 	err := db.w.write(ctx, db.completeFn(ctx, j, f, now, &stale))
+	db.completed(j, f, now, err, stale)
 	return completeErr(j, err, stale)
 }
 
@@ -382,12 +383,21 @@ func (db *DB) Complete(ctx context.Context, j *queue.Job, f queue.Finish, now ti
 func (db *DB) CompleteAsync(ctx context.Context, j *queue.Job, f queue.Finish, now time.Time, done func(error)) error {
 	var stale bool
 	err := db.w.writeAsync(ctx, db.completeFn(ctx, j, f, now, &stale), func(err error) {
+		db.completed(j, f, now, err, stale)
 		done(completeErr(j, err, stale))
 	})
 	if err != nil {
 		return fmt.Errorf("complete delivery %d: %w", j.Delivery, err)
 	}
 	return nil
+}
+
+// completed keeps the target's last success (health.go) once a completion
+// that made its delivery done is durable.
+func (db *DB) completed(j *queue.Job, f queue.Finish, now time.Time, err error, stale bool) {
+	if err == nil && !stale && f.Attempt.Outcome == "ok" {
+		db.done.note(j.Target, now.UnixMilli())
+	}
 }
 
 func completeErr(j *queue.Job, err error, stale bool) error {

@@ -3,9 +3,11 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"hookbox/health"
@@ -126,17 +128,68 @@ func (db *DB) QueueAges(ctx context.Context, now time.Time, edges []time.Duratio
 	return out, rows.Err()
 }
 
-// doneSince is a target's deliveries done at or after a time, through the
-// deliveries_finished index.
-const doneSince = `FROM deliveries d INDEXED BY deliveries_finished JOIN events e ON e.id = d.event
-	WHERE d.target = ? AND d.status = 'done' AND d.done_at >= ?`
+// Receive-to-done is read from the attempts: each delivery done leaves an
+// ok attempt, appended as it completes, so that their rowids follow the
+// time they ended, and a window's first attempt is found by searching the
+// rowids rather than through an index written with every delivery
+// (migration 0011). An attempt ended at started_at + duration.
+const attemptEnd = `a.started_at + a.duration_us / 1000`
+
+// attemptSlack is how far out of order in time the attempts may have been
+// appended (workers' clocks read a moment apart, a batch committed in the
+// order its completions came): the search starts that much earlier, and
+// the rows are then filtered by their own end.
+const attemptSlack = time.Minute
+
+// firstAttemptEnding is the rowid from which the attempts end at or after
+// at (less attemptSlack), by a binary search of point reads of the rowid;
+// past the last attempt if none does.
+func (db *DB) firstAttemptEnding(ctx context.Context, at time.Time) (int64, error) {
+	var lo, hi sql.NullInt64
+	if err := db.reader.QueryRowContext(ctx, `SELECT min(id), max(id) FROM attempts`).Scan(&lo, &hi); err != nil {
+		return 0, err
+	}
+	if !lo.Valid {
+		return 0, nil
+	}
+	key := at.Add(-attemptSlack).UnixMilli()
+	// The first attempt at or after id, and when it ended.
+	probe := func(id int64) (int64, int64, error) {
+		var got, end int64
+		err := db.reader.QueryRowContext(ctx, `SELECT a.id, `+attemptEnd+` FROM attempts a WHERE a.id >= ? ORDER BY a.id LIMIT 1`, id).Scan(&got, &end)
+		return got, end, err
+	}
+	l, h := lo.Int64, hi.Int64+1 // the answer is in [l, h]
+	for l < h {
+		mid := l + (h-l)/2
+		id, end, err := probe(mid)
+		if err != nil {
+			return 0, err
+		}
+		if end >= key {
+			h = mid
+		} else {
+			l = id + 1
+		}
+	}
+	return l, nil
+}
+
+// doneFrom is a target's ok attempts from a rowid on that ended at or
+// after a time, each joined to its delivery: the attempts drive the join.
+const doneFrom = `FROM attempts a CROSS JOIN deliveries d ON d.id = a.delivery
+	WHERE a.id >= ? AND a.outcome = 'ok' AND ` + attemptEnd + ` >= ? AND d.target = ?`
 
 // DoneLatency measures receipt-to-done of target's deliveries done at or
 // after since: how many, the 50th and the 99th percentiles.
 func (db *DB) DoneLatency(ctx context.Context, target string, since time.Time) (health.Latency, error) {
 	var l health.Latency
+	from, err := db.firstAttemptEnding(ctx, since)
+	if err != nil {
+		return l, fmt.Errorf("receive to done: %w", err)
+	}
 	at := since.UnixMilli()
-	if err := db.reader.QueryRowContext(ctx, `SELECT count(*) `+doneSince, target, at).Scan(&l.Done); err != nil {
+	if err := db.reader.QueryRowContext(ctx, `SELECT count(*) `+doneFrom, from, at, target).Scan(&l.Done); err != nil {
 		return l, fmt.Errorf("receive to done: %w", err)
 	}
 	if l.Done == 0 {
@@ -147,8 +200,9 @@ func (db *DB) DoneLatency(ctx context.Context, target string, since time.Time) (
 		out *time.Duration
 	}{{0.5, &l.P50}, {0.99, &l.P99}} {
 		var ms int64
-		if err := db.reader.QueryRowContext(ctx, `SELECT d.done_at - e.received_at AS l `+doneSince+` ORDER BY l LIMIT 1 OFFSET ?`,
-			target, at, health.Rank(l.Done, p.q)).Scan(&ms); err != nil {
+		if err := db.reader.QueryRowContext(ctx, `SELECT `+attemptEnd+` - e.received_at AS l `+
+			strings.Replace(doneFrom, `WHERE`, `CROSS JOIN events e ON e.id = d.event WHERE`, 1)+` ORDER BY l LIMIT 1 OFFSET ?`,
+			from, at, target, health.Rank(l.Done, p.q)).Scan(&ms); err != nil {
 			return l, fmt.Errorf("receive to done: %w", err)
 		}
 		*p.out = time.Duration(max(ms, 0)) * time.Millisecond
@@ -156,25 +210,107 @@ func (db *DB) DoneLatency(ctx context.Context, target string, since time.Time) (
 	return l, nil
 }
 
+// lastDone is each target's last success (its latest delivery done, unix
+// ms), kept as deliveries complete: the store is this process's alone (the
+// lock), and only a completion makes a delivery done. It is read from the
+// table once, on the first question (a scan of the deliveries), and from
+// then on only kept.
+type lastDone struct {
+	mu     sync.Mutex
+	loaded bool
+	at     map[string]int64
+}
+
+// note records a delivery of target done at ms, once it is durable.
+func (l *lastDone) note(target string, ms int64) {
+	l.mu.Lock()
+	if l.at == nil {
+		l.at = map[string]int64{}
+	}
+	if ms > l.at[target] {
+		l.at[target] = ms
+	}
+	l.mu.Unlock()
+}
+
+// lastSuccesses is each of targets' last success, -1 where none.
+func (db *DB) lastSuccesses(ctx context.Context, targets []string) (map[string]int64, error) {
+	db.done.mu.Lock()
+	loaded := db.done.loaded
+	db.done.mu.Unlock()
+	if !loaded {
+		// Outside the lock: completions go on meanwhile, and note keeps
+		// the later of theirs and the table's.
+		rows, err := db.reader.QueryContext(ctx, `SELECT target, max(done_at) FROM deliveries WHERE status = 'done' GROUP BY target`)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var t string
+			var ms int64
+			if err := rows.Scan(&t, &ms); err != nil {
+				return nil, err
+			}
+			db.done.note(t, ms)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		db.done.mu.Lock()
+		db.done.loaded = true
+		db.done.mu.Unlock()
+	}
+	out := make(map[string]int64, len(targets))
+	db.done.mu.Lock()
+	defer db.done.mu.Unlock()
+	for _, t := range targets {
+		if ms, ok := db.done.at[t]; ok {
+			out[t] = ms
+		} else {
+			out[t] = -1
+		}
+	}
+	return out, nil
+}
+
+// failureStreaksSQL counts the failed attempts of each target (name) after
+// its last success (last, unix ms; -1 for none), a JSON array of [name,
+// last] pairs: those of its queued deliveries whose last attempt failed
+// and of its dead ones since.
+const failureStreaksSQL = `WITH t(name, last) AS (
+			SELECT value ->> 0, value ->> 1 FROM json_each(?)),
+		f(id, target) AS (
+			SELECT id, target FROM deliveries INDEXED BY deliveries_due WHERE ` + dueCondition + ` AND last_error != ''
+			UNION ALL
+			SELECT DISTINCT d.id, d.target FROM t CROSS JOIN dead_letters l ON l.target = t.name AND l.revived_at IS NULL
+				CROSS JOIN deliveries d ON d.id = l.delivery AND d.status = 'dead' AND d.done_at > t.last)
+		SELECT t.name, count(*) FROM t JOIN f ON f.target = t.name JOIN attempts a ON a.delivery = f.id
+		WHERE a.outcome = 'failed' AND ` + attemptEnd + ` > t.last GROUP BY t.name`
+
 // FailureStreaks counts each target's failed attempts after its last
 // success, on its deliveries not done since: the queued ones whose last
-// attempt failed (a revived delivery starts afresh) and the dead ones.
-// Its cost grows with the queue, as QueueStats's does.
+// attempt failed (a revived delivery starts afresh) and the dead ones
+// (found through their dead letters). Its cost grows with the queue, as
+// QueueStats's does.
 func (db *DB) FailureStreaks(ctx context.Context, targets []string) (map[string]int, error) {
 	out := make(map[string]int, len(targets))
 	for _, t := range targets {
 		out[t] = 0
 	}
-	rows, err := db.reader.QueryContext(ctx, `WITH t(name, last) AS (
-			SELECT value, coalesce((SELECT max(done_at) FROM deliveries INDEXED BY deliveries_finished
-				WHERE target = value AND status = 'done'), -1) FROM json_each(?)),
-		f(id, target) AS (
-			SELECT id, target FROM deliveries INDEXED BY deliveries_due WHERE `+dueCondition+` AND last_error != ''
-			UNION ALL
-			SELECT d.id, d.target FROM t JOIN deliveries d INDEXED BY deliveries_finished
-				ON d.target = t.name AND d.status = 'dead' AND d.done_at > t.last)
-		SELECT t.name, count(*) FROM t JOIN f ON f.target = t.name JOIN attempts a ON a.delivery = f.id
-		WHERE a.outcome = 'failed' AND a.started_at + a.duration_us / 1000 > t.last GROUP BY t.name`, stringList(targets))
+	last, err := db.lastSuccesses(ctx, targets)
+	if err != nil {
+		return nil, fmt.Errorf("failed attempts in a row: %w", err)
+	}
+	pairs := make([][2]any, 0, len(targets))
+	for _, t := range targets {
+		pairs = append(pairs, [2]any{t, last[t]})
+	}
+	list, err := json.Marshal(pairs)
+	if err != nil {
+		return nil, fmt.Errorf("failed attempts in a row: %w", err)
+	}
+	rows, err := db.reader.QueryContext(ctx, failureStreaksSQL, string(list))
 	if err != nil {
 		return nil, fmt.Errorf("failed attempts in a row: %w", err)
 	}
@@ -188,20 +324,6 @@ func (db *DB) FailureStreaks(ctx context.Context, targets []string) (map[string]
 		out[t] = n
 	}
 	return out, rows.Err()
-}
-
-// stringList is names as a JSON array for json_each.
-func stringList(names []string) string {
-	var b strings.Builder
-	b.WriteByte('[')
-	for i, n := range names {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, "%q", n) // Go's quoting is JSON's for the names a config allows
-	}
-	b.WriteByte(']')
-	return b.String()
 }
 
 // Alarms lists every alarm that has ever fired.

@@ -16,6 +16,9 @@ import (
 	"hookbox/queue"
 )
 
+// waitingCondition is the waiting deliveries, paused ones included.
+const waitingCondition = `(status = 'pending' OR status = 'retrying' OR status = 'running' OR status = 'paused')`
+
 // countsFromTable counts the waiting deliveries by target and status from
 // the table itself: what the metrics' read must always agree with.
 func countsFromTable(t *testing.T, db *DB) map[string]int64 {
@@ -70,7 +73,7 @@ func checkCounts(t *testing.T, db *DB, step string) {
 }
 
 // TestQueueCounts: the counts the metrics read through the
-// deliveries_waiting index agree with the table
+// due and paused indexes agree with the table
 // through every way a delivery comes, changes status and goes: ingest,
 // claim, retry, done, dead, a redelivery reviving it, replay, unclaim,
 // recovery after a crash, deletion by the retention sweep.
