@@ -628,10 +628,9 @@ func (m *Main) buildMetrics() {
 			return metrics.CommitStats{Commits: s.Commits, Writes: s.Writes, FailedCommits: s.FailedCommit}
 		}
 	}
-	m.Metrics.Registry.MustRegister(
-		metrics.StoreCollector{Read: read},
-		&metrics.QueueCollector{Store: m.Store, Targets: m.Config.TargetNames(), Now: m.Now},
-	)
+	qc := &metrics.QueueCollector{Store: m.Store, Targets: m.Config.TargetNames(), Now: m.Now}
+	qc.Warm()
+	m.Metrics.Registry.MustRegister(metrics.StoreCollector{Read: read}, qc)
 	sources := make([]string, len(m.Config.Sources))
 	for i, s := range m.Config.Sources {
 		sources[i] = s.Name

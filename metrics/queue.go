@@ -28,8 +28,9 @@ type Queue interface {
 // every scrape: while its figures are younger than ten times what the read
 // cost, a scrape answers them at once, and an older one answers them too
 // while one read in the background brings them up to date. A scrape thus
-// never waits for the queue to be counted but the first time, and the
-// counting costs the store a tenth of a connection's time at most.
+// never waits for the queue to be counted but the first time (Warm makes
+// that read as serve starts), and the counting costs the store a tenth of
+// a connection's time at most.
 type QueueCollector struct {
 	Store   Queue
 	Targets []string
@@ -42,6 +43,24 @@ type QueueCollector struct {
 	at      time.Time     // when last was read
 	took    time.Duration // what that read cost
 	reading bool          // a background read runs
+	first   chan struct{} // Warm's read, closed when it is done
+}
+
+// Warm starts the first read in the background (serve calls it as it
+// starts), so that the first scrape finds figures rather than counting a
+// large queue itself; a scrape that comes while that read runs waits for
+// it.
+func (c *QueueCollector) Warm() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.first != nil || !c.at.IsZero() {
+		return
+	}
+	c.first, c.reading = make(chan struct{}), true
+	go func() {
+		c.read()
+		close(c.first)
+	}()
 }
 
 // quickRead is the longest read made on every scrape.
@@ -99,6 +118,11 @@ func (c *QueueCollector) read() (queue.TargetQueue, error) {
 // times their read's cost.
 func (c *QueueCollector) figures() (queue.TargetQueue, error) {
 	c.mu.Lock()
+	if first := c.first; c.at.IsZero() && first != nil {
+		c.mu.Unlock()
+		<-first
+		c.mu.Lock()
+	}
 	if c.at.IsZero() || c.lastErr != nil || c.took < quickRead {
 		c.mu.Unlock()
 		return c.read()

@@ -117,3 +117,32 @@ func TestQueueCollector_SlowReadInBackground(t *testing.T) {
 		t.Errorf("%d reads of the store for a first scrape and one refresh, want at most 3", r)
 	}
 }
+
+// Warm reads the queue as serve starts: a first scrape after that read
+// answers at once, without a read of its own, and one that comes while it
+// runs waits for it and answers its figures.
+func TestQueueCollector_WarmBeforeTheFirstScrape(t *testing.T) {
+	q := &slowQueue{delay: 300 * time.Millisecond}
+	q.n.Store(1_000_000)
+	c := &metrics.QueueCollector{Store: q, Targets: []string{"t"}}
+	c.Warm()
+	if got := pending(t, c); got != 1_000_000 {
+		t.Fatalf("a scrape during the warming read: pending %v, want its figures", got)
+	}
+	if r := q.reads.Load(); r != 1 {
+		t.Fatalf("%d reads, want the warming one only", r)
+	}
+
+	c = &metrics.QueueCollector{Store: q, Targets: []string{"t"}}
+	c.Warm()
+	time.Sleep(500 * time.Millisecond)
+	q.gate.Lock() // stuck: a scrape that read the store would wait
+	defer q.gate.Unlock()
+	start := time.Now()
+	if got := pending(t, c); got != 1_000_000 {
+		t.Fatalf("first scrape after warming: pending %v, want 1000000", got)
+	}
+	if took := time.Since(start); took > 200*time.Millisecond {
+		t.Errorf("the first scrape after warming took %v: it read the store", took)
+	}
+}
