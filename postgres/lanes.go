@@ -192,7 +192,7 @@ func (t *laneTx) Item(id int64) (queue.LaneItem, error) {
 		return queue.LaneItem{}, fmt.Errorf("lane delivery %d: %w", id, err)
 	}
 	it.Running = status == queue.Running
-	it.Queued = it.Running || status == queue.Pending || status == queue.Retrying
+	it.Queued = it.Running || status == queue.Pending || status == queue.Retrying || status == queue.Paused
 	return it, nil
 }
 

@@ -43,7 +43,7 @@ type LaneItem struct {
 	Version   string // version as found
 	Forced    bool   // replayed: never skipped
 	Running   bool
-	Queued    bool // pending, retrying or running
+	Queued    bool // waiting (pending, retrying or paused) or running
 }
 
 // before reports whether a comes first in its lane: lower version, then

@@ -211,7 +211,7 @@ func (t *laneTx) Item(id int64) (queue.LaneItem, error) {
 		return queue.LaneItem{}, fmt.Errorf("lane delivery %d: %w", id, err)
 	}
 	it.Running = status == queue.Running
-	it.Queued = it.Running || status == queue.Pending || status == queue.Retrying
+	it.Queued = it.Running || status == queue.Pending || status == queue.Retrying || status == queue.Paused
 	return it, nil
 }
 
@@ -283,7 +283,7 @@ func (t *laneTx) Next(target, key string, forced, newest bool) (queue.LaneItem, 
 	} else if err != nil {
 		return queue.LaneItem{}, false, fmt.Errorf("next of lane %s/%s: %w", target, key, err)
 	}
-	it.Queued = true // waiting: pending or retrying
+	it.Queued = true // waiting: pending, retrying or paused
 	return it, true, nil
 }
 
@@ -306,7 +306,7 @@ func (t *laneTx) completing(j *queue.Job) (s queue.LaneState, it queue.LaneItem,
 	s.BlockedSince, s.HeldSince = timeOf(blocked), timeOf(held)
 	it.ID = j.Delivery
 	it.Running = status == queue.Running
-	it.Queued = it.Running || status == queue.Pending || status == queue.Retrying
+	it.Queued = it.Running || status == queue.Pending || status == queue.Retrying || status == queue.Paused
 	return s, it, true, nil
 }
 

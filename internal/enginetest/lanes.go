@@ -15,6 +15,7 @@ import (
 
 var laneTests = []test{
 	{"A pause holds a lane and the resume goes on in order", testLanePause},
+	{"Deliveries that arrive under a pause keep their lane's order", testLanePausedArrivals},
 	{"FIFO runs one at a time in version order", testLaneFIFO},
 	{"Lanes run in parallel; a stuck lane holds only itself", testLaneStuck},
 	{"A dead head lets its lane go on", testLaneDeadHead},
@@ -644,6 +645,61 @@ func testLanePause(t *testing.T, e Engine) {
 	for _, ev := range []int64{v2, v3} {
 		wantStatus(t, e, ev, "ordered", queue.Done, "")
 	}
+}
+
+// Deliveries that arrive while their target is paused still enter their
+// lanes: fifo runs them after the resume one at a time in version order
+// (the one that led the lane when the pause began included), and coalesce
+// runs only the newest.
+func testLanePausedArrivals(t *testing.T, e Engine) {
+	e.SetOrder(map[string]order.Lane{"ff": {Mode: order.FIFO}, "co": {Mode: order.Coalesce}})
+	ctx := context.Background()
+	now := t0.Add(time.Second)
+	for _, target := range []string{"ff", "co"} {
+		if _, err := e.Pause(ctx, target, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v2 := ingestLane(t, e, "evt_v2", "ch_5", "2", now, "ff", "co")
+	v3 := ingestLane(t, e, "evt_v3", "ch_5", "3", now, "ff", "co")
+	v1 := ingestLane(t, e, "evt_v1", "ch_5", "1", now, "ff", "co")
+	if got := claim(t, e, 100, now.Add(time.Hour)); len(got) != 0 {
+		t.Fatalf("a paused target's delivery was claimed (event %d)", got[0].Event)
+	}
+	later := now.Add(2 * time.Hour)
+	for _, target := range []string{"ff", "co"} {
+		if _, err := e.Resume(ctx, target, later); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ff, co []int64
+	for range 10 {
+		jobs := claim(t, e, 100, later)
+		if len(jobs) == 0 {
+			break
+		}
+		perTarget := map[string]int{}
+		for _, j := range jobs {
+			perTarget[j.Target]++
+			if perTarget[j.Target] > 1 {
+				t.Fatalf("two deliveries of lane ch_5 to %s claimed at once", j.Target)
+			}
+			if j.Target == "ff" {
+				ff = append(ff, j.Event)
+			} else {
+				co = append(co, j.Event)
+			}
+			complete(t, e, j, finishOK(j, later), later)
+		}
+	}
+	if !slices.Equal(ff, []int64{v1, v2, v3}) {
+		t.Errorf("fifo ran events %v after the resume, want %v: version order", ff, []int64{v1, v2, v3})
+	}
+	if !slices.Equal(co, []int64{v3}) {
+		t.Errorf("coalesce ran events %v after the resume, want the newest alone (%d)", co, v3)
+	}
+	wantStatus(t, e, v2, "co", queue.Skipped, "superseded")
+	wantStatus(t, e, v1, "co", queue.Skipped, "")
 }
 
 // oneLane returns target's only lane.
