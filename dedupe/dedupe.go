@@ -31,6 +31,11 @@ type Event struct {
 	// OrderVersion its version as found, OrderRank the version's
 	// comparable form (package order; "" when missing or unreadable).
 	OrderKey, OrderVersion, OrderRank string
+	// Secret is which of its source's secrets verified the event, from 0
+	// in the config's order, of Secrets, how many the source had then;
+	// Secrets is 0 when no secret was checked (an unsigned source, the
+	// local sink, an event stored before hookbox kept this).
+	Secret, Secrets int
 }
 
 // Result says what storing an event did.
