@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 )
 
@@ -57,17 +58,22 @@ func CheckRequest(v RequestVerifier, r *Request, now time.Time) (Match, error) {
 // what lets every scheme say which secret matched.
 type rotation struct {
 	each []Verifier
+	// last is the secret that verified the latest request, tried first:
+	// a sender signs with one secret at a time, so after its first
+	// request a rotation costs what one secret does, where trying the
+	// others first would build and drop an error for each.
+	last atomic.Int32
 }
 
 // requestRotation is a rotation of a RequestVerifier's scheme.
 type requestRotation struct {
-	rotation
+	*rotation
 }
 
 // newRotation builds the rotation of o's secrets; all, the scheme's
 // verifier of them all, proved that each secret is one the scheme takes.
 func newRotation(p Provider, o Options, all Verifier) (Verifier, error) {
-	r := rotation{each: make([]Verifier, len(o.Secrets))}
+	r := &rotation{each: make([]Verifier, len(o.Secrets))}
 	for i := range o.Secrets {
 		one := o
 		one.Secrets = o.Secrets[i : i+1]
@@ -80,29 +86,37 @@ func newRotation(p Provider, o Options, all Verifier) (Verifier, error) {
 	if _, ok := all.(RequestVerifier); ok {
 		return &requestRotation{r}, nil
 	}
-	return &r, nil
+	return r, nil
 }
 
 // check runs verify with each secret's verifier until one accepts the
-// request. An error other than a mismatch is about the request (a
-// missing or malformed header, a stale timestamp), the same under every
-// secret: it is returned at once. After mismatches under all of them,
-// the first secret's error is.
+// request: the one that verified the latest request first, then the
+// others in the config's order. An error other than a mismatch is about
+// the request (a missing or malformed header, a stale timestamp), the
+// same under every secret: it is returned at once. After mismatches under
+// all of them, the first tried's error is.
 func (r *rotation) check(verify func(Verifier) error) (Match, error) {
-	var first error
+	last := int(r.last.Load())
+	err := verify(r.each[last])
+	if err == nil {
+		return Match{Secret: last, Of: len(r.each)}, nil
+	}
+	if !errors.Is(err, ErrMismatch) {
+		return Match{}, err
+	}
 	for i, v := range r.each {
-		err := verify(v)
-		if err == nil {
+		if i == last {
+			continue
+		}
+		switch e := verify(v); {
+		case e == nil:
+			r.last.Store(int32(i))
 			return Match{Secret: i, Of: len(r.each)}, nil
-		}
-		if !errors.Is(err, ErrMismatch) {
-			return Match{}, err
-		}
-		if first == nil {
-			first = err
+		case !errors.Is(e, ErrMismatch):
+			return Match{}, e
 		}
 	}
-	return Match{}, first
+	return Match{}, err
 }
 
 func (r *rotation) Verify(h http.Header, body []byte, now time.Time) error {

@@ -130,3 +130,29 @@ func TestCheck_RotationKeepsTheError(t *testing.T) {
 		})
 	}
 }
+
+// One rotation's verifier, its requests signed by its secrets in turn
+// (it tries the latest match first), says each time which signed.
+func TestCheck_SecretsInTurn(t *testing.T) {
+	now := time.Unix(1700000000, 0)
+	body := []byte(`{"id":"evt_turns"}`)
+	for _, f := range fixtures() {
+		t.Run(f.name, func(t *testing.T) {
+			v := mustNew(t, withSecrets(f.opts, f.secrets[:]...))
+			for _, at := range []int{2, 2, 0, 1, 1, 2, 0, 0} {
+				h, _ := f.sign(t, f.secrets[at], body, now)
+				m, err := provider.Check(v, h, body, now)
+				if err != nil || m != (provider.Match{Secret: at, Of: 3}) {
+					t.Fatalf("signed with secret %d of 3: %+v, %v", at+1, m, err)
+				}
+			}
+			if f.name == "standard" || f.name == "discord" {
+				return // their secrets have a format: the mismatch is TestVerify_Rotation's
+			}
+			h, _ := f.sign(t, "never-configured-secret", body, now)
+			if _, err := provider.Check(v, h, body, now); !errors.Is(err, provider.ErrMismatch) {
+				t.Errorf("signed with another secret: %v, want ErrMismatch", err)
+			}
+		})
+	}
+}
