@@ -187,6 +187,29 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("Conflicts", func(t *testing.T) {
+		// The same id again with another body, holding markup: kept as a
+		// conflict and diffed against the body kept, as text.
+		id := ws.shop(t, "ord_conflict", "orders/create", `{"id":"c","note":"first"}`)
+		evil := `<img src=x onerror="window.pwned=1">`
+		status, answer := ws.Post("/hooks/shop", map[string]string{"X-Id": "ord_conflict", "X-Type": "orders/create", "Content-Type": "application/json"},
+			[]byte(`{"id":"c","note":"`+strings.ReplaceAll(evil, `"`, `\"`)+`"}`))
+		if status != http.StatusOK || !strings.Contains(answer, "duplicate") {
+			t.Fatalf("second copy: %d %s, want 200 duplicate", status, answer)
+		}
+		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/events/%d", ws.UI, id)), chromedp.WaitVisible(chromedp.CSS("#conflicts")))
+		diff := text(t, ctx, "#conflict-0 .conflict-diff")
+		if !strings.Contains(diff, `-   "note": "first"`) || !strings.Contains(diff, `+   "note": "`+strings.ReplaceAll(evil, `"`, `\"`)+`"`) {
+			t.Errorf("the conflict's diff shows %q, want the note changed, its markup as text", diff)
+		}
+		if n := eval[int](t, ctx, `document.querySelectorAll("#conflicts img").length`); n != 0 || eval[bool](t, ctx, `window.pwned === 1`) {
+			t.Errorf("the conflicting body's markup became %d elements or ran", n)
+		}
+		if h := text(t, ctx, "#conflict-0 h3"); !strings.Contains(h, "Received") || !strings.Contains(h, "bytes, application/json") {
+			t.Errorf("the conflict's heading says %q, want its time and size", h)
+		}
+	})
+
 	t.Run("Copy as curl", func(t *testing.T) {
 		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/events/%d", ws.UI, first)), chromedp.WaitVisible(chromedp.CSS("#curl-url")),
 			chromedp.SetValue(chromedp.CSS("#curl-url"), ws.URL+"/hooks/shop"),

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"hookbox/dedupe"
 	"hookbox/internal/cli"
 	"hookbox/view"
 )
@@ -86,6 +87,9 @@ func (c *EventCommand) print(e view.Detail) {
 			fmt.Fprintf(w, "  version:      %s\n", p(e.OrderVersion))
 		}
 	}
+	if st := e.SecretText(); st != "" {
+		fmt.Fprintf(w, "  verified by:  %s\n", st)
+	}
 	if e.Swept {
 		fmt.Fprintln(w, "  payload and headers removed by retention")
 	}
@@ -95,6 +99,12 @@ func (c *EventCommand) print(e view.Detail) {
 			for _, v := range e.Headers[k] {
 				fmt.Fprintf(w, "  %s: %s\n", k, p(v))
 			}
+		}
+	}
+	if len(e.ConflictCopies) > 0 {
+		fmt.Fprintf(w, "conflicts: copies with another body, the latest %d kept (the body stored is the first's):\n", dedupe.KeptConflicts)
+		for _, c := range e.ConflictCopies {
+			fmt.Fprintf(w, "  %s: %d bytes (%s)\n", c.ReceivedAt, c.BodySize, p(cli.OrDash(c.ContentType)))
 		}
 	}
 	if len(e.Deliveries) == 0 {

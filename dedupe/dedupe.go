@@ -31,6 +31,11 @@ type Event struct {
 	// OrderVersion its version as found, OrderRank the version's
 	// comparable form (package order; "" when missing or unreadable).
 	OrderKey, OrderVersion, OrderRank string
+	// SecretIndex is which of its source's secrets verified the event,
+	// from 0 in the config's order, of SecretCount, how many the source
+	// had then; SecretCount is 0 when no secret was checked (an unsigned
+	// source, the local sink, an event stored before hookbox kept this).
+	SecretIndex, SecretCount int
 }
 
 // Result says what storing an event did.
@@ -49,6 +54,22 @@ type Stored struct {
 	Conflicts    int64
 	BodySize     int64
 	Swept        bool // body and headers were dropped by retention
+}
+
+// KeptConflicts is how many of an event's conflicting copies (a
+// redelivery with a different body) the engines keep: the latest.
+const KeptConflicts = 5
+
+// Conflict is a copy of an event that arrived with its (source, event id)
+// but a different body, kept beside the event (the last KeptConflicts of
+// them) until retention drops the event's body.
+type Conflict struct {
+	ID          int64
+	ReceivedAt  time.Time
+	ContentType string
+	Headers     http.Header
+	Body        []byte
+	BodySize    int64
 }
 
 // Filter selects events for a listing, newest first.

@@ -78,6 +78,7 @@ func (i *Ingester) Ingest(ctx context.Context, e *receiver.Event) (receiver.Resu
 		Headers:     e.Headers,
 		Body:        e.Body,
 		OrderKey:    e.OrderKey, OrderVersion: e.OrderVersion, OrderRank: e.OrderRank,
+		SecretIndex: e.Verified.Secret, SecretCount: e.Verified.Of,
 	}
 	// Routed before the write, outside the store's one writer; a
 	// redelivery's targets are not looked at.

@@ -20,8 +20,9 @@ import (
 // pass.
 
 const (
-	insertEvent = `INSERT INTO events (source, event_id, type, received_at, content_type, headers, body, body_size, order_key, order_version, order_rank)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+	insertEvent = `INSERT INTO events (source, event_id, type, received_at, content_type, headers, body, body_size, order_key, order_version, order_rank,
+		secret_index, secret_count)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 		ON CONFLICT (source, event_id) DO NOTHING
 		RETURNING id`
 	recordRedelivery = `UPDATE events SET redeliveries = redeliveries + 1, last_seen_at = $1,
@@ -86,7 +87,7 @@ func (db *DB) ingestTx(ctx context.Context, tx pgx.Tx, ev *dedupe.Event, headers
 	now := ms(ev.ReceivedAt)
 	var id int64
 	err := tx.QueryRow(ctx, insertEvent, ev.Source, ev.EventID, ev.Type, now, ev.ContentType, headers, body, len(body),
-		nullString(ev.OrderKey), nullString(ev.OrderVersion), nullString(ev.OrderRank)).Scan(&id)
+		nullString(ev.OrderKey), nullString(ev.OrderVersion), nullString(ev.OrderRank), ev.SecretIndex, ev.SecretCount).Scan(&id)
 	switch {
 	case err == nil:
 		ev.ID = id
@@ -106,6 +107,11 @@ func (db *DB) ingestTx(ctx context.Context, tx pgx.Tx, ev *dedupe.Event, headers
 	}
 	ev.ID = id
 	res := dedupe.Result{ID: id, Duplicate: true, Conflict: conflict}
+	if conflict {
+		if err := keepConflictTx(ctx, tx, id, ev, headers, body); err != nil {
+			return dedupe.Result{}, fmt.Errorf("keep conflicting copy of event %d: %w", id, err)
+		}
+	}
 	if res.Revived, err = db.reviveTx(ctx, tx, id, ev.ReceivedAt); err != nil {
 		return dedupe.Result{}, fmt.Errorf("revive event %d: %w", id, err)
 	}
@@ -186,9 +192,10 @@ func (db *DB) GetEvent(ctx context.Context, id int64) (dedupe.Stored, error) {
 	var headers, body []byte
 	err := db.pool.QueryRow(ctx, `SELECT id, source, event_id, type, received_at, content_type, headers, body,
 		redeliveries, last_seen_at, conflicts, body_size, swept_at IS NOT NULL,
-		coalesce(order_key, ''), coalesce(order_version, ''), coalesce(order_rank, '') FROM events WHERE id = $1`, id).Scan(
+		coalesce(order_key, ''), coalesce(order_version, ''), coalesce(order_rank, ''), secret_index, secret_count FROM events WHERE id = $1`, id).Scan(
 		&e.ID, &e.Source, &e.EventID, &e.Type, &recv, &e.ContentType, &headers, &body,
-		&e.Redeliveries, &last, &e.Conflicts, &e.BodySize, &e.Swept, &e.OrderKey, &e.OrderVersion, &e.OrderRank)
+		&e.Redeliveries, &last, &e.Conflicts, &e.BodySize, &e.Swept, &e.OrderKey, &e.OrderVersion, &e.OrderRank,
+		&e.SecretIndex, &e.SecretCount)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return dedupe.Stored{}, fmt.Errorf("event %d: %w", id, dedupe.ErrNotFound)
 	}
@@ -222,11 +229,12 @@ func (db *DB) Sweep(ctx context.Context, payloadsBefore, keysBefore time.Time, b
 	for {
 		var n int64
 		err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
-			tag, err := tx.Exec(ctx, `UPDATE events SET body = NULL, headers = NULL, swept_at = $1
+			// The conflicting copies go with the body they differ from.
+			return tx.QueryRow(ctx, `WITH swept AS (UPDATE events SET body = NULL, headers = NULL, swept_at = $1
 				WHERE id IN (SELECT id FROM events e WHERE received_at < $2 AND swept_at IS NULL AND NOT `+unfinished+`
-					ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)`, now, ms(payloadsBefore), batch)
-			n = tag.RowsAffected()
-			return err
+					ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED) RETURNING id),
+				copies AS (DELETE FROM conflicts WHERE event IN (SELECT id FROM swept))
+				SELECT count(*) FROM swept`, now, ms(payloadsBefore), batch).Scan(&n)
 		})
 		if err != nil {
 			return swept, deleted, fmt.Errorf("sweep payloads: %w", err)

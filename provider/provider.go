@@ -22,6 +22,10 @@
 // (mercadopago), is a RequestVerifier too: the receiver builds the Request
 // only for those, so the others cost nothing for it.
 //
+// Check and CheckRequest verify as the receiver does and say which of the
+// source's secrets matched (a Match: "secret 2 of 3"); the loop over a
+// rotation's secrets is theirs (rotation.go), not each scheme's.
+//
 // Errors returned by a Verifier wrap exactly one of ErrMissing,
 // ErrMalformed, ErrMismatch or ErrTimestamp. Their text names the scheme
 // and the header but never a secret, a computed signature or the received
@@ -324,6 +328,10 @@ func errNoURL(scheme string) error {
 // algorithm or encoding, a secret not of the scheme's format (standard's
 // whsec_ and base64, discord's hex public key), and a PublicURL for a
 // scheme that signs no URL. Error text never contains a secret.
+//
+// With more than one secret (a rotation), the verifier holds one of the
+// scheme's verifiers for each secret and tries them in order, so that
+// Check and CheckRequest can say which secret verified a request.
 func New(o Options) (Verifier, error) {
 	p, ok := Lookup(o.Scheme)
 	switch {
@@ -350,7 +358,11 @@ func New(o Options) (Verifier, error) {
 	if o.Tolerance == 0 {
 		o.Tolerance = p.Tolerance
 	}
-	return p.verifier(o)
+	v, err := p.verifier(o)
+	if err != nil || len(o.Secrets) == 1 {
+		return v, err
+	}
+	return newRotation(p, o, v)
 }
 
 // headerName checks and canonicalises the header of a scheme that takes

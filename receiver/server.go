@@ -42,6 +42,9 @@ type Event struct {
 	// OrderVersion its version as found, OrderRank the version's
 	// comparable form ("" when missing or unreadable: receipt order).
 	OrderKey, OrderVersion, OrderRank string
+	// Verified says which of the source's secrets verified the event;
+	// none (Of 0) for a source that checks nothing.
+	Verified provider.Match
 }
 
 // Result is what the store did with an event.
@@ -491,7 +494,8 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request, src *Source, name 
 		return nil, err
 	}
 	now := s.cfg.Now()
-	if err := verify(src, r, body, now); err != nil {
+	match, err := verify(src, r, body, now)
+	if err != nil {
 		return nil, &Error{Status: http.StatusUnauthorized, Msg: "signature check failed: " + err.Error(), Err: verifyHint(err)}
 	}
 	// Decoded as JSON once, if a location or the handshake asks: a source
@@ -563,6 +567,7 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request, src *Source, name 
 		ReceivedAt:  now,
 		Headers:     headers,
 		Body:        body,
+		Verified:    match,
 	}
 	if len(src.OrderKey) > 0 {
 		s.orderOf(src, req, ev)
@@ -570,17 +575,18 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request, src *Source, name 
 	return ev, nil
 }
 
-// verify checks a request's signature with its source's verifier: through
-// VerifyRequest for a scheme that signs more than the headers and the
-// body, so that only such a source pays for building the request's URL.
-func verify(src *Source, r *http.Request, body []byte, now time.Time) error {
+// verify checks a request's signature with its source's verifier, and
+// says which secret verified it: through CheckRequest for a scheme that
+// signs more than the headers and the body, so that only such a source
+// pays for building the request's URL.
+func verify(src *Source, r *http.Request, body []byte, now time.Time) (provider.Match, error) {
 	switch v := src.Verifier.(type) {
 	case nil:
-		return nil
+		return provider.Match{}, nil
 	case provider.RequestVerifier:
-		return v.VerifyRequest(&provider.Request{Method: r.Method, URL: requestURL(r, src.PublicURL), Header: r.Header, Body: body}, now)
+		return provider.CheckRequest(v, &provider.Request{Method: r.Method, URL: requestURL(r, src.PublicURL), Header: r.Header, Body: body}, now)
 	default:
-		return v.Verify(r.Header, body, now)
+		return provider.Check(v, r.Header, body, now)
 	}
 }
 

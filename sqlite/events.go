@@ -20,8 +20,9 @@ const (
 	// No RETURNING: SQLite buffers returned rows in a temporary b-tree that
 	// it builds for every execution, a third of the insert's time.
 	// The row count says whether the row went in, the last rowid which.
-	insertEvent = `INSERT INTO events (source, event_id, type, received_at, content_type, headers, body, body_size, order_key, order_version, order_rank)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	insertEvent = `INSERT INTO events (source, event_id, type, received_at, content_type, headers, body, body_size, order_key, order_version, order_rank,
+		secret_index, secret_count)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (source, event_id) DO NOTHING`
 	recordRedelivery = `UPDATE events SET redeliveries = redeliveries + 1, last_seen_at = ?,
 		conflicts = conflicts + (body IS NOT NULL AND body != ?)
@@ -95,7 +96,7 @@ func (db *DB) ingestTx(ctx context.Context, tx *sql.Tx, ev *dedupe.Event, header
 		return dedupe.Result{}, fmt.Errorf("insert event: %w", err)
 	}
 	r, err := insert.ExecContext(ctx, ev.Source, ev.EventID, ev.Type, now, ev.ContentType, headers, body, len(body),
-		nullString(ev.OrderKey), nullString(ev.OrderVersion), nullString(ev.OrderRank))
+		nullString(ev.OrderKey), nullString(ev.OrderVersion), nullString(ev.OrderRank), ev.SecretIndex, ev.SecretCount)
 	if err != nil {
 		return dedupe.Result{}, fmt.Errorf("insert event: %w", err)
 	}
@@ -128,6 +129,11 @@ func (db *DB) ingestTx(ctx context.Context, tx *sql.Tx, ev *dedupe.Event, header
 	}
 	ev.ID = id
 	res := dedupe.Result{ID: id, Duplicate: true, Conflict: conflict == 1}
+	if res.Conflict {
+		if err := db.keepConflictTx(ctx, tx, id, ev, headers, body); err != nil {
+			return dedupe.Result{}, fmt.Errorf("keep conflicting copy of event %d: %w", id, err)
+		}
+	}
 	if res.Revived, err = db.reviveTx(ctx, tx, id, ev.ReceivedAt); err != nil {
 		return dedupe.Result{}, fmt.Errorf("revive event %d: %w", id, err)
 	}
@@ -252,10 +258,12 @@ func (db *DB) GetEvent(ctx context.Context, id int64) (dedupe.Stored, error) {
 	var last, swept sql.NullInt64
 	var headers, body []byte
 	err := db.reader.QueryRowContext(ctx, `SELECT id, source, event_id, type, received_at, content_type, headers, body,
-		redeliveries, last_seen_at, conflicts, body_size, swept_at, coalesce(order_key, ''), coalesce(order_version, ''), coalesce(order_rank, '')
+		redeliveries, last_seen_at, conflicts, body_size, swept_at, coalesce(order_key, ''), coalesce(order_version, ''), coalesce(order_rank, ''),
+		secret_index, secret_count
 		FROM events WHERE id = ?`, id).Scan(
 		&e.ID, &e.Source, &e.EventID, &e.Type, &recv, &e.ContentType, &headers, &body,
-		&e.Redeliveries, &last, &e.Conflicts, &e.BodySize, &swept, &e.OrderKey, &e.OrderVersion, &e.OrderRank)
+		&e.Redeliveries, &last, &e.Conflicts, &e.BodySize, &swept, &e.OrderKey, &e.OrderVersion, &e.OrderRank,
+		&e.SecretIndex, &e.SecretCount)
 	if errors.Is(err, sql.ErrNoRows) {
 		return dedupe.Stored{}, fmt.Errorf("event %d: %w", id, dedupe.ErrNotFound)
 	}
@@ -332,7 +340,11 @@ func (db *DB) Sweep(ctx context.Context, payloadsBefore, keysBefore time.Time, b
 			if err != nil {
 				return err
 			}
-			n, err = r.RowsAffected()
+			if n, err = r.RowsAffected(); err != nil || n == 0 {
+				return err
+			}
+			// The conflicting copies go with the body they differ from.
+			_, err = tx.ExecContext(ctx, sweepConflictsSQL, lo, lo+int64(batch))
 			return err
 		})
 		if err != nil {

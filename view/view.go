@@ -5,6 +5,7 @@ package view
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"hookbox/dedupe"
@@ -114,6 +115,40 @@ type Detail struct {
 	// Body is the stored body (nil once retention dropped it); not part
 	// of the JSON, whose readers ask for it with --body.
 	Body []byte `json:"-"`
+	// Secret is which of its source's secrets verified the event,
+	// counting from 1 in the config's order, of Secrets, how many the
+	// source had then; both 0 when no secret was checked (an unsigned
+	// source, the local sink, an event stored before hookbox kept this).
+	// A redelivery keeps the first copy's.
+	Secret  int `json:"secret,omitempty"`
+	Secrets int `json:"secrets,omitempty"`
+	// ConflictCopies are the kept copies that arrived with the event's id
+	// but another body (the latest dedupe.KeptConflicts), oldest first;
+	// retention removes them with the body.
+	ConflictCopies []Conflict `json:"conflict_copies,omitempty"`
+}
+
+// SecretText is "secret 2 of 3", or "" when no secret was checked.
+func (d Detail) SecretText() string {
+	if d.Secrets == 0 {
+		return ""
+	}
+	return fmt.Sprintf("secret %d of %d", d.Secret, d.Secrets)
+}
+
+// Conflict is a copy of an event that came with another body.
+type Conflict struct {
+	ReceivedAt  string              `json:"received_at"`
+	BodySize    int64               `json:"body_size"`
+	ContentType string              `json:"content_type"`
+	Headers     map[string][]string `json:"headers,omitempty"`
+	// Body is the copy's body; not part of the JSON of `hookbox event`.
+	Body []byte `json:"-"`
+}
+
+// NewConflict is the view of c.
+func NewConflict(c dedupe.Conflict) Conflict {
+	return Conflict{ReceivedAt: Time(c.ReceivedAt), BodySize: c.BodySize, ContentType: c.ContentType, Headers: c.Headers, Body: c.Body}
 }
 
 // Store is what LoadDetail reads: a store engine.
@@ -125,6 +160,9 @@ type Store interface {
 	Deliveries(ctx context.Context, events []int64) (map[int64][]queue.Delivery, error)
 	// Attempts returns the attempts of a delivery, oldest first.
 	Attempts(ctx context.Context, delivery int64) ([]queue.Attempt, error)
+	// Conflicts returns the kept copies of an event that came with
+	// another body, oldest first.
+	Conflicts(ctx context.Context, event int64) ([]dedupe.Conflict, error)
 }
 
 // LoadDetail reads event id with its deliveries and every attempt. The
@@ -141,6 +179,18 @@ func LoadDetail(ctx context.Context, s Store, id int64) (Detail, error) {
 	d := Detail{
 		Event:      NewEvent(e, dmap[id]),
 		LastSeenAt: Time(e.LastSeenAt), ContentType: e.ContentType, Headers: e.Headers, Body: e.Body,
+	}
+	if e.SecretCount > 0 {
+		d.Secret, d.Secrets = e.SecretIndex+1, e.SecretCount
+	}
+	if e.Conflicts > 0 {
+		cs, err := s.Conflicts(ctx, id)
+		if err != nil {
+			return Detail{}, err
+		}
+		for _, c := range cs {
+			d.ConflictCopies = append(d.ConflictCopies, NewConflict(c))
+		}
 	}
 	for i, dl := range dmap[id] {
 		attempts, err := s.Attempts(ctx, dl.ID)

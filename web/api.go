@@ -41,20 +41,42 @@ type Detail struct {
 	view.Detail
 	Body       *string `json:"body,omitempty"`
 	BodyBase64 string  `json:"body_base64,omitempty"`
+	// ConflictCopies are the view's, each with its body as Body is.
+	ConflictCopies []Conflict `json:"conflict_copies,omitempty"`
+}
+
+// Conflict is a kept copy of an event that came with another body, with
+// that body.
+type Conflict struct {
+	view.Conflict
+	Body       *string `json:"body,omitempty"`
+	BodyBase64 string  `json:"body_base64,omitempty"`
 }
 
 // NewDetail is d with its body.
 func NewDetail(d view.Detail) Detail {
 	out := Detail{Detail: d}
-	switch {
-	case d.Body == nil:
-	case utf8.Valid(d.Body):
-		s := string(d.Body)
-		out.Body = &s
-	default:
-		out.BodyBase64 = base64Std(d.Body)
+	out.Body, out.BodyBase64 = jsonBody(d.Body)
+	for _, c := range d.ConflictCopies {
+		jc := Conflict{Conflict: c}
+		jc.Body, jc.BodyBase64 = jsonBody(c.Body)
+		out.ConflictCopies = append(out.ConflictCopies, jc)
 	}
 	return out
+}
+
+// jsonBody is a body as text where it is UTF-8, else in base64; neither
+// for none (swept).
+func jsonBody(b []byte) (*string, string) {
+	switch {
+	case b == nil:
+		return nil, ""
+	case utf8.Valid(b):
+		s := string(b)
+		return &s, ""
+	default:
+		return nil, base64Std(b)
+	}
 }
 
 // GET /api/events/{id}: one event with headers, body, deliveries and

@@ -162,6 +162,16 @@ type detailData struct {
 	Signature  string
 	Rotation   int  // the source's secrets: more than one is a rotation
 	Unverified bool // the source checks nothing (verify = "none")
+	// Copies are the kept copies that came with another body, each with
+	// its diff against the body kept.
+	Copies []conflictData
+}
+
+type conflictData struct {
+	view.Conflict
+	Body    Body
+	Diff    []DiffLine
+	DiffErr string
 }
 
 // GET /events/{id}: one event in full.
@@ -193,6 +203,13 @@ func (h *Handler) detailPage(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, dl := range d.Deliveries {
 		data.HasDead = data.HasDead || dl.Status == "dead"
+	}
+	for _, c := range d.ConflictCopies {
+		cd := conflictData{Conflict: c, Body: NewBody(c.Body, false)}
+		if cd.Diff, err = Diff(data.Body, cd.Body); err != nil {
+			cd.DiffErr = err.Error()
+		}
+		data.Copies = append(data.Copies, cd)
 	}
 	if err := h.diff(r, &data); err != nil {
 		h.failPage(w, r, err)

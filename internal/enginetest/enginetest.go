@@ -59,6 +59,7 @@ func Run(t *testing.T, open func(t *testing.T) Engine) {
 		tests []test
 	}{
 		{"Ingest", ingestTests},
+		{"Conflicts", conflictTests},
 		{"List", listTests},
 		{"Claim", claimTests},
 		{"Backoff", backoffTests},
