@@ -34,7 +34,7 @@ BLOCKED since when the head has been failing, or its target paused.`)
 	if *limit < 0 {
 		return cli.Usagef("lanes: --limit must be 0 or more")
 	}
-	_, db, err := c.OpenStore(*path)
+	cfg, db, err := c.OpenStore(*path)
 	if err != nil {
 		return err
 	}
@@ -69,6 +69,13 @@ BLOCKED since when the head has been failing, or its target paused.`)
 		return err
 	}
 	if n == 0 {
+		if *target != "" {
+			// A lane of a target the config no longer has is still listed;
+			// none, for a name the config lacks, is most likely a typo.
+			if err := knownTarget(cfg, "lanes", *target); err != nil {
+				return err
+			}
+		}
 		if *blocked {
 			fmt.Fprintln(c.Stderr, "no blocked lanes")
 		} else {

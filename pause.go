@@ -74,7 +74,11 @@ sees it within a second. Without TARGET, lists the paused targets.
 			target, cli.Count(r.Deliveries, "delivery"), target)
 	}
 	if r.Running > 0 {
-		fmt.Fprintf(c.Stdout, "%s running now finish; a failure among them waits paused for its retry\n", cli.Count(r.Running, "attempt"))
+		if r.Running == 1 {
+			fmt.Fprintln(c.Stdout, "1 attempt running now finishes; if it fails, it waits paused for its retry")
+		} else {
+			fmt.Fprintf(c.Stdout, "%s running now finish; a failure among them waits paused for its retry\n", cli.Count(r.Running, "attempt"))
+		}
 	}
 	return nil
 }
@@ -118,16 +122,17 @@ concurrency if it has them.`)
 	return nil
 }
 
-// knownTarget fails, naming the config's targets, unless target is one of
-// them: a pause of a mistyped name would hold nothing and say so nowhere.
+// knownTarget fails with a usage error (exit 2, as replay --target does),
+// naming the config's targets, unless target is one of them: a pause of a
+// mistyped name would hold nothing and say so nowhere.
 func knownTarget(cfg config.Config, command, target string) error {
 	if slices.ContainsFunc(cfg.Targets, func(t config.Target) bool { return t.Name == target }) {
 		return nil
 	}
 	if len(cfg.Targets) == 0 {
-		return fmt.Errorf("%s: no target %q: the config has no [[target]] (pass serve's config with --config)", command, cli.Printable(target))
+		return cli.Usagef("%s: no target %q: the config has no [[target]] (pass serve's config with --config)", command, cli.Printable(target))
 	}
-	return fmt.Errorf("%s: no target %q in the config (targets: %s)", command, cli.Printable(target), strings.Join(cfg.TargetNames(), ", "))
+	return cli.Usagef("%s: no target %q in the config (targets: %s)", command, cli.Printable(target), strings.Join(cfg.TargetNames(), ", "))
 }
 
 // notePaused tells, after a replay, which paused targets hold what it

@@ -119,10 +119,13 @@ url = %q
 	if out, err := hookboxCLI(t, bin, "pause", "--config", cfg); err != nil || !strings.Contains(out, "billing") {
 		t.Errorf("hookbox pause (list): %v\n%s", err, out)
 	}
-	// A name the config lacks is refused, naming the ones it has.
-	out, err = hookboxCLI(t, bin, "pause", "--config", cfg, "biling")
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(out, `"biling"`) || !strings.Contains(out, "billing, mail") {
-		t.Errorf("hookbox pause biling: %v\n%s; want exit 1 naming billing, mail", err, out)
+	// A name the config lacks is a usage mistake (exit 2, as replay
+	// --target's), naming the ones it has: for pause, and for lanes.
+	for _, args := range [][]string{{"pause", "--config", cfg, "biling"}, {"lanes", "--config", cfg, "--target", "biling"}} {
+		out, err = hookboxCLI(t, bin, args...)
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(out, `"biling"`) || !strings.Contains(out, "billing, mail") {
+			t.Errorf("hookbox %s: %v\n%s; want exit 2 naming billing, mail", strings.Join(args, " "), err, out)
+		}
 	}
 
 	resumed := time.Now()

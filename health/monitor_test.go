@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"hookbox/dedupe"
 	"hookbox/health"
 	"hookbox/queue"
 	"hookbox/sqlite"
@@ -100,5 +101,35 @@ func TestMonitor_OnlyTheLeader(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	if got := len(n.sent()); got != 1 {
 		t.Errorf("sent %d alerts while it holds, want 1", got)
+	}
+}
+
+// The status names when each source last sent, a source without silence
+// too (from the window's counts): the health page's "last event".
+func TestMonitor_StatusLastEvent(t *testing.T) {
+	db := mustOpen(t)
+	t0 := time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)
+	at := t0.Add(-time.Minute)
+	if _, err := db.IngestEvent(context.Background(), &dedupe.Event{Source: "github", EventID: "d1", ReceivedAt: at, Body: []byte("{}")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	m := health.New(db, &notifier{}, health.Config{
+		Sources: []health.Source{{Name: "github"}, {Name: "stripe"}},
+		Now:     func() time.Time { return t0 },
+		Logger:  zerolog.Nop(),
+	})
+	st, err := m.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*time.Time{}
+	for _, s := range st.Sources {
+		got[s.Name] = s.LastEvent
+	}
+	if l := got["github"]; l == nil || !l.Equal(at) {
+		t.Errorf("github's last event %v, want %v", l, at)
+	}
+	if l, ok := got["stripe"]; !ok || l != nil {
+		t.Errorf("stripe (nothing sent): listed %v, last event %v; want listed with none", ok, l)
 	}
 }

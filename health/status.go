@@ -37,7 +37,7 @@ type SourceStatus struct {
 	Received      int64      `json:"received"`   // new events
 	Duplicates    int64      `json:"duplicates"` // a lower bound (health.Store)
 	DuplicateRate float64    `json:"duplicate_rate"`
-	LastEvent     *time.Time `json:"last_event,omitempty"` // silence sources only
+	LastEvent     *time.Time `json:"last_event,omitempty"` // the last event or duplicate: ever for a source with silence, else in the window
 }
 
 // TargetStatus is one target's figures.
@@ -97,6 +97,9 @@ func (m *Monitor) Status(ctx context.Context) (Status, error) {
 		ss := SourceStatus{Name: s, Received: c.Received, Duplicates: c.Duplicates, DuplicateRate: rate}
 		if f.hasLast[s] {
 			t := f.last[s].UTC()
+			ss.LastEvent = &t
+		} else if !c.Last.IsZero() {
+			t := c.Last.UTC()
 			ss.LastEvent = &t
 		}
 		st.Sources = append(st.Sources, ss)

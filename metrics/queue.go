@@ -76,7 +76,7 @@ var (
 )
 
 // shownStatuses are the statuses every target shows, at zero if need be.
-var shownStatuses = []string{queue.Pending, queue.Running, queue.Retrying, queue.Dead}
+var shownStatuses = []string{queue.Pending, queue.Running, queue.Retrying, queue.Paused, queue.Dead}
 
 // Describe sends the collector's descriptors.
 func (c *QueueCollector) Describe(ch chan<- *prometheus.Desc) {

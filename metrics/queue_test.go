@@ -72,6 +72,12 @@ func TestQueueCollector_QuickReadEveryScrape(t *testing.T) {
 	if n := testutil.CollectAndCount(c, "hookbox_oldest_queued_seconds"); n != 2 {
 		t.Errorf("%d oldest-queued series, want one for each configured target", n)
 	}
+	// Every status of every configured target, paused included, at zero
+	// where nothing has it: a series that appears only once non-zero
+	// cannot be alerted on.
+	if n := testutil.CollectAndCount(c, "hookbox_deliveries"); n != 2*5 {
+		t.Errorf("%d deliveries series, want pending, running, retrying, paused and dead for each of 2 targets", n)
+	}
 }
 
 // A slow read (a huge queue) is not waited for but the first time: later

@@ -22,8 +22,9 @@ import (
 func TestMigrations(t *testing.T) {
 	u := freshSchema(t)
 	ctx := context.Background()
-	if _, err := postgres.Open(ctx, u, postgres.Options{NoMigrate: true}); !errors.Is(err, postgres.ErrSchemaBehind) {
-		t.Fatalf("open an empty schema without migrating: %v, want ErrSchemaBehind", err)
+	if _, err := postgres.Open(ctx, u, postgres.Options{NoMigrate: true}); !errors.Is(err, postgres.ErrSchemaBehind) ||
+		!strings.Contains(err.Error(), "no hookbox store in this database yet") {
+		t.Fatalf("open an empty schema without migrating: %v, want ErrSchemaBehind saying there is no store yet", err)
 	}
 	db := open(t, u, postgres.Options{})
 	db.Close()

@@ -23,6 +23,17 @@ var migrationFS embed.FS
 // Options.NoMigrate kept Open from applying them.
 var ErrSchemaBehind = errors.New("the store was last migrated by an older hookbox; start this version's hookbox serve on it once to update it")
 
+// noStoreError is a database hookbox never migrated: no store yet. It is
+// ErrSchemaBehind to errors.Is (serve creates it, as it updates an old
+// one), with its own words.
+type noStoreError struct{}
+
+func (*noStoreError) Error() string {
+	return "no hookbox store in this database yet (start hookbox serve with this config once to create it)"
+}
+
+func (*noStoreError) Is(target error) bool { return target == ErrSchemaBehind }
+
 // ErrSchemaAhead means the store holds migrations this build does not
 // know: a newer hookbox migrated it, and this one's statements may no
 // longer fit its tables.
@@ -88,6 +99,10 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, apply bool) error {
 		if n := strings.TrimPrefix(name, "migrations/"); !applied[n] {
 			missing = append(missing, n)
 		}
+	}
+	if !apply && !exists {
+		// Errors.Is ErrSchemaBehind still: the cure is the same.
+		return fmt.Errorf("%w", &noStoreError{})
 	}
 	if !apply && len(missing) > 0 {
 		return fmt.Errorf("%w (missing %s)", ErrSchemaBehind, strings.Join(missing, ", "))
