@@ -90,7 +90,9 @@ func handle(d deliverer, command bool, rf *refetcher) queue.Handler {
 		}
 		res, err := d.Deliver(ctx, del)
 		out := queue.Outcome{Err: err, HTTPStatus: res.Status, Output: res.Output}
-		if command {
+		if command && res.ExitCode >= 0 {
+			// -1: killed (a timeout) or never started; the error says
+			// which, and there is no exit code to show.
 			code := res.ExitCode
 			out.ExitCode = &code
 		}

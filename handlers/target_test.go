@@ -66,6 +66,16 @@ func TestTargets(t *testing.T) {
 		}
 	})
 
+	t.Run("Command target killed at its timeout", func(t *testing.T) {
+		script := mustScript(t, `sleep 5`)
+		qt := mustTargets(t, config.Target{Name: "slow", Command: []string{script}, Timeout: config.Duration(200 * time.Millisecond)})["slow"]
+		out := qt.Handler.Handle(context.Background(), testJob())
+		// Killed, it has no exit code to show: the error says what happened.
+		if out.Err == nil || !strings.Contains(out.Err.Error(), "timeout after 200ms") || out.ExitCode != nil {
+			t.Fatalf("outcome=%+v, want a timeout and no exit code", out)
+		}
+	})
+
 	t.Run("Neither url nor command", func(t *testing.T) {
 		if _, err := handlers.Targets(config.Config{Targets: []config.Target{{Name: "x"}}}, ""); err == nil {
 			t.Error("a target with neither url nor command was built, want an error")
