@@ -71,7 +71,7 @@ func BenchmarkWeb_ListPage(b *testing.B) {
 	b.Logf("filled %d events in %v", n, time.Since(t0).Round(time.Millisecond))
 	h := web.New(db, web.Options{AnyHost: true})
 	for _, path := range []string{
-		"/", "/api/events", "/?type=invoice.paid", "/?status=dead", "/?source=stripe", "/?q=evt_99999",
+		"/", "/api/events", "/?type=invoice.paid", "/?status=dead", "/?source=stripe", "/?q=evt_99999", "/?q=evt_",
 		"/?since=1h", "/?until=10m", fmt.Sprintf("/?cursor=%d", n/2), "/dead",
 	} {
 		b.Run(path, func(b *testing.B) {
