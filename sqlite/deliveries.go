@@ -36,8 +36,12 @@ const (
 	claimSQL = `UPDATE deliveries SET status = 'running', attempts = attempts + 1, run_at = ?, lease_token = abs(random())
 		WHERE id IN (SELECT id FROM deliveries INDEXED BY deliveries_due WHERE ` + dueCondition + ` AND run_at <= ?
 			AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY run_at, id LIMIT ? + 0)
-		RETURNING id, event, target, attempts, lease_token, lane`
-	loadEventsSQL = `SELECT id, source, event_id, type, received_at, content_type, body, swept_at IS NOT NULL FROM events
+		RETURNING id, event, target, attempts, lease_token, lane, rank`
+	loadEventsSQL = `SELECT id, source, event_id, type, received_at, content_type, body, swept_at IS NOT NULL, '' FROM events
+		WHERE id IN (SELECT value FROM json_each(?))`
+	// loadLaneEventsSQL is loadEventsSQL with the events' versions, for
+	// jobs of lanes (Job.LaneVersion).
+	loadLaneEventsSQL = `SELECT id, source, event_id, type, received_at, content_type, body, swept_at IS NOT NULL, coalesce(order_version, '') FROM events
 		WHERE id IN (SELECT value FROM json_each(?))`
 	renewSQL   = `UPDATE deliveries SET run_at = ? WHERE id = ? AND lease_token = ? AND status = 'running'`
 	doneSQL    = `UPDATE deliveries SET status = 'done', done_at = ?, last_error = '' WHERE id = ? AND lease_token = ? AND status = 'running'`
@@ -123,7 +127,7 @@ func (db *DB) Claim(ctx context.Context, n int, lease time.Duration, now time.Ti
 		for rows.Next() {
 			j := &queue.Job{}
 			var lane sql.NullString
-			if err := rows.Scan(&j.Delivery, &j.Event, &j.Target, &j.Attempt, &j.Token, &lane); err != nil {
+			if err := rows.Scan(&j.Delivery, &j.Event, &j.Target, &j.Attempt, &j.Token, &lane, &j.LaneRank); err != nil {
 				rows.Close()
 				return err
 			}
@@ -162,14 +166,18 @@ func (db *DB) loadEvents(ctx context.Context, tx *sql.Tx, jobs []*queue.Job) err
 	}
 	byEvent := make(map[int64][]*queue.Job, len(jobs))
 	ids := make([]int64, 0, len(jobs))
+	query := loadEventsSQL
 	for _, j := range jobs {
 		if _, ok := byEvent[j.Event]; !ok {
 			ids = append(ids, j.Event)
 		}
 		byEvent[j.Event] = append(byEvent[j.Event], j)
+		if j.Lane != "" {
+			query = loadLaneEventsSQL
+		}
 	}
 	list := idList(ids)
-	load, err := db.w.stmt(ctx, tx, loadEventsSQL)
+	load, err := db.w.stmt(ctx, tx, query)
 	if err != nil {
 		return err
 	}
@@ -183,11 +191,12 @@ func (db *DB) loadEvents(ctx context.Context, tx *sql.Tx, jobs []*queue.Job) err
 		var recv int64
 		var body []byte
 		var swept bool
-		if err := rows.Scan(&e.Event, &e.Source, &e.EventID, &e.Type, &recv, &e.ContentType, &body, &swept); err != nil {
+		if err := rows.Scan(&e.Event, &e.Source, &e.EventID, &e.Type, &recv, &e.ContentType, &body, &swept, &e.LaneVersion); err != nil {
 			return fmt.Errorf("load events: %w", err)
 		}
 		for _, j := range byEvent[e.Event] {
 			j.Source, j.EventID, j.Type, j.ContentType = e.Source, e.EventID, e.Type, e.ContentType
+			j.LaneVersion = e.LaneVersion
 			j.ReceivedAt = time.UnixMilli(recv).UTC()
 			// Not body == nil: an empty body reads back as nil too.
 			j.Body, j.Swept = body, swept
@@ -517,23 +526,18 @@ func (db *DB) completeFn(ctx context.Context, j *queue.Job, f queue.Finish, now 
 // makes it due.
 func (db *DB) advanceFIFOTx(ctx context.Context, tx *sql.Tx, j *queue.Job, f queue.Finish, done bool, now time.Time) error {
 	lt := db.laneTx(ctx, tx)
-	next, ok, err := lt.advanceFIFO(j, done, now)
-	if err != nil || !ok || next == 0 {
+	ok, err := lt.advanceFIFO(j, done, now)
+	if err != nil || !ok {
 		return err
 	}
 	if f.Lease > 0 {
 		// Claimed for the caller straight from where it waited.
-		if j.Next, err = db.claimOneTx(ctx, tx, next, f.Lease, now); err != nil {
+		if j.Next, err = lt.claimHead(j, f.Lease, now); err != nil || j.Next != nil {
 			return err
 		}
 	}
-	if j.Next == nil {
-		if _, err := lt.exec(unparkSQL, now.UnixMilli(), next); err != nil {
-			return err
-		}
-		j.Promoted = true
-	}
-	return nil
+	j.Promoted, err = lt.unparkHead(j, now)
+	return err
 }
 
 // Deliveries returns the deliveries of the given events, keyed by event.
@@ -576,7 +580,7 @@ func (db *DB) Deliveries(ctx context.Context, events []int64) (map[int64][]queue
 // claimOneSQL claims one due delivery, as claimSQL does.
 const claimOneSQL = `UPDATE deliveries SET status = 'running', attempts = attempts + 1, run_at = ?, lease_token = abs(random())
 	WHERE id = ? AND (status = 'pending' OR status = 'retrying') AND (run_at <= ? OR run_at = ` + parkedSQL + `)
-	RETURNING id, event, target, attempts, lease_token, lane`
+	RETURNING id, event, target, attempts, lease_token, lane, rank`
 
 // claimOneTx claims delivery id for lease inside tx, with its event, or
 // returns nil if it is neither due nor parked (the lane logic made it its
@@ -588,7 +592,7 @@ func (db *DB) claimOneTx(ctx context.Context, tx *sql.Tx, id int64, lease time.D
 	}
 	j := &queue.Job{}
 	var lane sql.NullString
-	err = st.QueryRowContext(ctx, now.Add(lease).UnixMilli(), id, now.UnixMilli()).Scan(&j.Delivery, &j.Event, &j.Target, &j.Attempt, &j.Token, &lane)
+	err = st.QueryRowContext(ctx, now.Add(lease).UnixMilli(), id, now.UnixMilli()).Scan(&j.Delivery, &j.Event, &j.Target, &j.Attempt, &j.Token, &lane, &j.LaneRank)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
