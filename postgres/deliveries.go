@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"hookbox/order"
 	"hookbox/queue"
@@ -36,8 +37,8 @@ const (
 		FROM (SELECT id, run_at FROM deliveries WHERE ` + dueCondition + ` AND run_at <= $2 AND id <> ALL ($3::bigint[])
 			ORDER BY run_at, id LIMIT $4 FOR UPDATE SKIP LOCKED) due
 		WHERE d.id = due.id
-		RETURNING d.id, d.event, d.target, d.attempts, d.lease_token, due.run_at, coalesce(d.lane, '')`
-	loadEventsSQL = `SELECT id, source, event_id, type, received_at, content_type, body, swept_at IS NOT NULL FROM events
+		RETURNING d.id, d.event, d.target, d.attempts, d.lease_token, due.run_at, coalesce(d.lane, ''), d.rank`
+	loadEventsSQL = `SELECT id, source, event_id, type, received_at, content_type, body, swept_at IS NOT NULL, coalesce(order_version, '') FROM events
 		WHERE id = ANY ($1::bigint[])`
 	renewSQL   = `UPDATE deliveries SET run_at = $1 WHERE id = $2 AND lease_token = $3 AND status = 'running'`
 	doneSQL    = `UPDATE deliveries SET status = 'done', done_at = $1, last_error = '' WHERE id = $2 AND lease_token = $3 AND status = 'running'`
@@ -107,7 +108,7 @@ func (db *DB) Claim(ctx context.Context, n int, lease time.Duration, now time.Ti
 		for rows.Next() {
 			j := &queue.Job{}
 			var at int64
-			if err := rows.Scan(&j.Delivery, &j.Event, &j.Target, &j.Attempt, &j.Token, &at, &j.Lane); err != nil {
+			if err := rows.Scan(&j.Delivery, &j.Event, &j.Target, &j.Attempt, &j.Token, &at, &j.Lane, &j.LaneRank); err != nil {
 				rows.Close()
 				return err
 			}
@@ -154,11 +155,12 @@ func loadEvents(ctx context.Context, tx pgx.Tx, jobs []*queue.Job) error {
 		var recv int64
 		var body []byte
 		var swept bool
-		if err := rows.Scan(&e.Event, &e.Source, &e.EventID, &e.Type, &recv, &e.ContentType, &body, &swept); err != nil {
+		if err := rows.Scan(&e.Event, &e.Source, &e.EventID, &e.Type, &recv, &e.ContentType, &body, &swept, &e.LaneVersion); err != nil {
 			return fmt.Errorf("load events: %w", err)
 		}
 		for _, j := range byEvent[e.Event] {
 			j.Source, j.EventID, j.Type, j.ContentType = e.Source, e.EventID, e.Type, e.ContentType
+			j.LaneVersion = e.LaneVersion
 			j.ReceivedAt = fromMS(recv)
 			j.Body, j.Swept = body, swept
 		}
@@ -342,12 +344,7 @@ func (db *DB) completeFn(j *queue.Job, f queue.Finish, now time.Time, stale *boo
 			fifo = ok && l.Mode == order.FIFO && (a.Outcome == "ok" || (!f.Release && f.Dead))
 			// The lane's lock first, as every transaction of a lane takes
 			// it before any of the lane's deliveries.
-			if fifo {
-				// Its lock alone: advanceFIFOSQL reads what it needs.
-				if _, err := tx.Exec(ctx, lockFIFOSQL, j.Target, j.Lane); err != nil {
-					return fmt.Errorf("lane %s/%s: %w", j.Target, j.Lane, err)
-				}
-			} else {
+			if !fifo {
 				lane = &laneTx{ctx: ctx, tx: tx}
 				var err error
 				if ls, err = lane.LockLane(j.Target, j.Lane); err != nil {
@@ -358,7 +355,16 @@ func (db *DB) completeFn(j *queue.Job, f queue.Finish, now time.Time, stale *boo
 				}
 			}
 		}
-		tag, err := tx.Exec(ctx, query, args...)
+		var tag pgconn.CommandTag
+		var err error
+		if fifo {
+			// Its lock alone (advanceFIFOSQL reads what it needs), sent
+			// with the delivery's own statement in one round trip: the
+			// server runs them in turn, the lock first.
+			tag, err = lockAndExec(ctx, tx, j, query, args)
+		} else {
+			tag, err = tx.Exec(ctx, query, args...)
+		}
 		if err != nil {
 			return err
 		}
@@ -413,6 +419,24 @@ func (db *DB) completeFn(j *queue.Job, f queue.Finish, now time.Time, stale *boo
 	}
 }
 
+// lockAndExec takes the lock of j's lane (lockFIFOSQL), then runs query,
+// both in one round trip.
+func lockAndExec(ctx context.Context, tx pgx.Tx, j *queue.Job, query string, args []any) (pgconn.CommandTag, error) {
+	b := &pgx.Batch{}
+	b.Queue(lockFIFOSQL, j.Target, j.Lane)
+	b.Queue(query, args...)
+	br := tx.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return pgconn.CommandTag{}, fmt.Errorf("lane %s/%s: %w", j.Target, j.Lane, err)
+	}
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag, err
+}
+
 // Deliveries returns the deliveries of the given events, keyed by event.
 func (db *DB) Deliveries(ctx context.Context, events []int64) (map[int64][]queue.Delivery, error) {
 	out := make(map[int64][]queue.Delivery, len(events))
@@ -446,8 +470,8 @@ func claimOneTx(ctx context.Context, tx pgx.Tx, id int64, lease time.Duration, n
 	j := &queue.Job{}
 	err := tx.QueryRow(ctx, `UPDATE deliveries SET status = 'running', attempts = attempts + 1, run_at = $1, lease_token = nextval('lease_tokens')
 		WHERE id = $2 AND status IN ('pending', 'retrying') AND run_at <= $3
-		RETURNING id, event, target, attempts, lease_token, coalesce(lane, '')`, ms(now.Add(lease)), id, ms(now)).
-		Scan(&j.Delivery, &j.Event, &j.Target, &j.Attempt, &j.Token, &j.Lane)
+		RETURNING id, event, target, attempts, lease_token, coalesce(lane, ''), rank`, ms(now.Add(lease)), id, ms(now)).
+		Scan(&j.Delivery, &j.Event, &j.Target, &j.Attempt, &j.Token, &j.Lane, &j.LaneRank)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
