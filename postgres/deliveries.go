@@ -37,9 +37,14 @@ const (
 		FROM (SELECT id, run_at FROM deliveries WHERE ` + dueCondition + ` AND run_at <= $2 AND id <> ALL ($3::bigint[])
 			ORDER BY run_at, id LIMIT $4 FOR UPDATE SKIP LOCKED) due
 		WHERE d.id = due.id
-		RETURNING d.id, d.event, d.target, d.attempts, d.lease_token, due.run_at, coalesce(d.lane, ''), d.rank`
-	loadEventsSQL = `SELECT id, source, event_id, type, received_at, content_type, body, swept_at IS NOT NULL, coalesce(order_version, '') FROM events
+		RETURNING d.id, d.event, d.target, d.attempts, d.lease_token, due.run_at, coalesce(d.lane, '')`
+	loadEventsSQL = `SELECT id, source, event_id, type, received_at, content_type, body, swept_at IS NOT NULL FROM events
 		WHERE id = ANY ($1::bigint[])`
+	// loadLaneEventsSQL is loadEventsSQL with the events' versions, for
+	// jobs of lanes (Job.LaneRank, Job.LaneVersion): a delivery's rank is
+	// its event's.
+	loadLaneEventsSQL = `SELECT id, source, event_id, type, received_at, content_type, body, swept_at IS NOT NULL,
+		coalesce(order_rank, ''), coalesce(order_version, '') FROM events WHERE id = ANY ($1::bigint[])`
 	renewSQL   = `UPDATE deliveries SET run_at = $1 WHERE id = $2 AND lease_token = $3 AND status = 'running'`
 	doneSQL    = `UPDATE deliveries SET status = 'done', done_at = $1, last_error = '' WHERE id = $2 AND lease_token = $3 AND status = 'running'`
 	releaseSQL = `UPDATE deliveries SET status = 'retrying', run_at = $1, attempts = greatest(attempts - 1, 0), last_error = $2
@@ -108,7 +113,7 @@ func (db *DB) Claim(ctx context.Context, n int, lease time.Duration, now time.Ti
 		for rows.Next() {
 			j := &queue.Job{}
 			var at int64
-			if err := rows.Scan(&j.Delivery, &j.Event, &j.Target, &j.Attempt, &j.Token, &at, &j.Lane, &j.LaneRank); err != nil {
+			if err := rows.Scan(&j.Delivery, &j.Event, &j.Target, &j.Attempt, &j.Token, &at, &j.Lane); err != nil {
 				rows.Close()
 				return err
 			}
@@ -139,13 +144,18 @@ func loadEvents(ctx context.Context, tx pgx.Tx, jobs []*queue.Job) error {
 	}
 	byEvent := make(map[int64][]*queue.Job, len(jobs))
 	list := make([]int64, 0, len(jobs))
+	query, lanes := loadEventsSQL, false
 	for _, j := range jobs {
 		if _, ok := byEvent[j.Event]; !ok {
 			list = append(list, j.Event)
 		}
 		byEvent[j.Event] = append(byEvent[j.Event], j)
+		lanes = lanes || j.Lane != ""
 	}
-	rows, err := tx.Query(ctx, loadEventsSQL, list)
+	if lanes {
+		query = loadLaneEventsSQL
+	}
+	rows, err := tx.Query(ctx, query, list)
 	if err != nil {
 		return fmt.Errorf("load events: %w", err)
 	}
@@ -155,12 +165,18 @@ func loadEvents(ctx context.Context, tx pgx.Tx, jobs []*queue.Job) error {
 		var recv int64
 		var body []byte
 		var swept bool
-		if err := rows.Scan(&e.Event, &e.Source, &e.EventID, &e.Type, &recv, &e.ContentType, &body, &swept, &e.LaneVersion); err != nil {
+		dest := []any{&e.Event, &e.Source, &e.EventID, &e.Type, &recv, &e.ContentType, &body, &swept}
+		if lanes {
+			dest = append(dest, &e.LaneRank, &e.LaneVersion)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return fmt.Errorf("load events: %w", err)
 		}
 		for _, j := range byEvent[e.Event] {
 			j.Source, j.EventID, j.Type, j.ContentType = e.Source, e.EventID, e.Type, e.ContentType
-			j.LaneVersion = e.LaneVersion
+			if j.Lane != "" {
+				j.LaneRank, j.LaneVersion = e.LaneRank, e.LaneVersion
+			}
 			j.ReceivedAt = fromMS(recv)
 			j.Body, j.Swept = body, swept
 		}
@@ -470,8 +486,8 @@ func claimOneTx(ctx context.Context, tx pgx.Tx, id int64, lease time.Duration, n
 	j := &queue.Job{}
 	err := tx.QueryRow(ctx, `UPDATE deliveries SET status = 'running', attempts = attempts + 1, run_at = $1, lease_token = nextval('lease_tokens')
 		WHERE id = $2 AND status IN ('pending', 'retrying') AND run_at <= $3
-		RETURNING id, event, target, attempts, lease_token, coalesce(lane, ''), rank`, ms(now.Add(lease)), id, ms(now)).
-		Scan(&j.Delivery, &j.Event, &j.Target, &j.Attempt, &j.Token, &j.Lane, &j.LaneRank)
+		RETURNING id, event, target, attempts, lease_token, coalesce(lane, '')`, ms(now.Add(lease)), id, ms(now)).
+		Scan(&j.Delivery, &j.Event, &j.Target, &j.Attempt, &j.Token, &j.Lane)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}

@@ -127,7 +127,7 @@ const lockFIFOSQL = `SELECT 1 FROM lanes WHERE target = $1 AND key = $2 FOR UPDA
 // claim does.
 const claimParkedSQL = `UPDATE deliveries SET status = 'running', attempts = attempts + 1, run_at = $1, lease_token = nextval('lease_tokens')
 	WHERE id = $2 AND status IN ('pending', 'retrying') AND run_at = ` + parkedSQL + `
-	RETURNING id, event, target, attempts, lease_token, coalesce(lane, ''), rank`
+	RETURNING id, event, target, attempts, lease_token, coalesce(lane, '')`
 
 // advanceFIFOTx advances the fifo lane of j, delivered (done) or dead,
 // whose lock the caller holds: the lane logic's steps for these outcomes.
@@ -152,7 +152,7 @@ func advanceFIFOTx(ctx context.Context, tx pgx.Tx, j *queue.Job, done bool, leas
 		return false, fmt.Errorf("advance lane %s/%s: %w", j.Target, j.Lane, err)
 	}
 	n := &queue.Job{}
-	err = tx.QueryRow(ctx, claimParkedSQL, ms(now.Add(lease)), next).Scan(&n.Delivery, &n.Event, &n.Target, &n.Attempt, &n.Token, &n.Lane, &n.LaneRank)
+	err = tx.QueryRow(ctx, claimParkedSQL, ms(now.Add(lease)), next).Scan(&n.Delivery, &n.Event, &n.Target, &n.Attempt, &n.Token, &n.Lane)
 	if err == nil {
 		if err := loadEvents(ctx, tx, []*queue.Job{n}); err != nil {
 			return false, err

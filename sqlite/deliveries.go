@@ -36,13 +36,14 @@ const (
 	claimSQL = `UPDATE deliveries SET status = 'running', attempts = attempts + 1, run_at = ?, lease_token = abs(random())
 		WHERE id IN (SELECT id FROM deliveries INDEXED BY deliveries_due WHERE ` + dueCondition + ` AND run_at <= ?
 			AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY run_at, id LIMIT ? + 0)
-		RETURNING id, event, target, attempts, lease_token, lane, rank`
-	loadEventsSQL = `SELECT id, source, event_id, type, received_at, content_type, body, swept_at IS NOT NULL, '' FROM events
+		RETURNING id, event, target, attempts, lease_token, lane`
+	loadEventsSQL = `SELECT id, source, event_id, type, received_at, content_type, body, swept_at IS NOT NULL FROM events
 		WHERE id IN (SELECT value FROM json_each(?))`
 	// loadLaneEventsSQL is loadEventsSQL with the events' versions, for
-	// jobs of lanes (Job.LaneVersion).
-	loadLaneEventsSQL = `SELECT id, source, event_id, type, received_at, content_type, body, swept_at IS NOT NULL, coalesce(order_version, '') FROM events
-		WHERE id IN (SELECT value FROM json_each(?))`
+	// jobs of lanes (Job.LaneRank, Job.LaneVersion): a delivery's rank is
+	// its event's.
+	loadLaneEventsSQL = `SELECT id, source, event_id, type, received_at, content_type, body, swept_at IS NOT NULL,
+		coalesce(order_rank, ''), coalesce(order_version, '') FROM events WHERE id IN (SELECT value FROM json_each(?))`
 	renewSQL   = `UPDATE deliveries SET run_at = ? WHERE id = ? AND lease_token = ? AND status = 'running'`
 	doneSQL    = `UPDATE deliveries SET status = 'done', done_at = ?, last_error = '' WHERE id = ? AND lease_token = ? AND status = 'running'`
 	releaseSQL = `UPDATE deliveries SET status = 'retrying', run_at = ?, attempts = max(attempts - 1, 0), last_error = ?
@@ -127,7 +128,7 @@ func (db *DB) Claim(ctx context.Context, n int, lease time.Duration, now time.Ti
 		for rows.Next() {
 			j := &queue.Job{}
 			var lane sql.NullString
-			if err := rows.Scan(&j.Delivery, &j.Event, &j.Target, &j.Attempt, &j.Token, &lane, &j.LaneRank); err != nil {
+			if err := rows.Scan(&j.Delivery, &j.Event, &j.Target, &j.Attempt, &j.Token, &lane); err != nil {
 				rows.Close()
 				return err
 			}
@@ -166,15 +167,16 @@ func (db *DB) loadEvents(ctx context.Context, tx *sql.Tx, jobs []*queue.Job) err
 	}
 	byEvent := make(map[int64][]*queue.Job, len(jobs))
 	ids := make([]int64, 0, len(jobs))
-	query := loadEventsSQL
+	query, lanes := loadEventsSQL, false
 	for _, j := range jobs {
 		if _, ok := byEvent[j.Event]; !ok {
 			ids = append(ids, j.Event)
 		}
 		byEvent[j.Event] = append(byEvent[j.Event], j)
-		if j.Lane != "" {
-			query = loadLaneEventsSQL
-		}
+		lanes = lanes || j.Lane != ""
+	}
+	if lanes {
+		query = loadLaneEventsSQL
 	}
 	list := idList(ids)
 	load, err := db.w.stmt(ctx, tx, query)
@@ -191,12 +193,18 @@ func (db *DB) loadEvents(ctx context.Context, tx *sql.Tx, jobs []*queue.Job) err
 		var recv int64
 		var body []byte
 		var swept bool
-		if err := rows.Scan(&e.Event, &e.Source, &e.EventID, &e.Type, &recv, &e.ContentType, &body, &swept, &e.LaneVersion); err != nil {
+		dest := []any{&e.Event, &e.Source, &e.EventID, &e.Type, &recv, &e.ContentType, &body, &swept}
+		if lanes {
+			dest = append(dest, &e.LaneRank, &e.LaneVersion)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return fmt.Errorf("load events: %w", err)
 		}
 		for _, j := range byEvent[e.Event] {
 			j.Source, j.EventID, j.Type, j.ContentType = e.Source, e.EventID, e.Type, e.ContentType
-			j.LaneVersion = e.LaneVersion
+			if j.Lane != "" {
+				j.LaneRank, j.LaneVersion = e.LaneRank, e.LaneVersion
+			}
 			j.ReceivedAt = time.UnixMilli(recv).UTC()
 			// Not body == nil: an empty body reads back as nil too.
 			j.Body, j.Swept = body, swept
@@ -580,7 +588,7 @@ func (db *DB) Deliveries(ctx context.Context, events []int64) (map[int64][]queue
 // claimOneSQL claims one due delivery, as claimSQL does.
 const claimOneSQL = `UPDATE deliveries SET status = 'running', attempts = attempts + 1, run_at = ?, lease_token = abs(random())
 	WHERE id = ? AND (status = 'pending' OR status = 'retrying') AND (run_at <= ? OR run_at = ` + parkedSQL + `)
-	RETURNING id, event, target, attempts, lease_token, lane, rank`
+	RETURNING id, event, target, attempts, lease_token, lane`
 
 // claimOneTx claims delivery id for lease inside tx, with its event, or
 // returns nil if it is neither due nor parked (the lane logic made it its
@@ -592,7 +600,7 @@ func (db *DB) claimOneTx(ctx context.Context, tx *sql.Tx, id int64, lease time.D
 	}
 	j := &queue.Job{}
 	var lane sql.NullString
-	err = st.QueryRowContext(ctx, now.Add(lease).UnixMilli(), id, now.UnixMilli()).Scan(&j.Delivery, &j.Event, &j.Target, &j.Attempt, &j.Token, &lane, &j.LaneRank)
+	err = st.QueryRowContext(ctx, now.Add(lease).UnixMilli(), id, now.UnixMilli()).Scan(&j.Delivery, &j.Event, &j.Target, &j.Attempt, &j.Token, &lane)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

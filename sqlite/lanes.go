@@ -123,7 +123,7 @@ const unparkHeadSQL = `UPDATE deliveries SET run_at = ?3 WHERE ` + laneHeadSQL +
 // claimHeadSQL claims it, as claimOneSQL does, under a lease to ?3.
 const claimHeadSQL = `UPDATE deliveries SET status = 'running', attempts = attempts + 1, run_at = ?3, lease_token = abs(random())
 	WHERE ` + laneHeadSQL + ` AND (status = 'pending' OR status = 'retrying')
-	RETURNING id, event, target, attempts, lease_token, lane, rank`
+	RETURNING id, event, target, attempts, lease_token, lane`
 
 // advanceFIFO records the outcome of j, the head of a fifo lane just
 // delivered (done) or dead, with the version and event the claim read
@@ -152,7 +152,7 @@ func (t *laneTx) claimHead(j *queue.Job, lease time.Duration, now time.Time) (*q
 	}
 	n := &queue.Job{}
 	var lane sql.NullString
-	err = row.Scan(&n.Delivery, &n.Event, &n.Target, &n.Attempt, &n.Token, &lane, &n.LaneRank)
+	err = row.Scan(&n.Delivery, &n.Event, &n.Target, &n.Attempt, &n.Token, &lane)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
