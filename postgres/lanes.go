@@ -92,9 +92,10 @@ const (
 // l) whose head $4 was just delivered or died, under the lane's lock: it
 // makes the lane's first waiting delivery its head, held since $1 (head
 // and held_since NULL where none waits), and records the version $6 and
-// $9 (if $5) and the event $8 (if $7) delivered last, as the claim read
-// them (Job.LaneRank, Job.LaneVersion). It changes no row where the lane
-// is gone or its head is another delivery (the target's order changed).
+// $9 (if $5) and the event $8 (if $7) delivered last, as read with the
+// event when it was claimed (Job.LaneRank, Job.LaneVersion). It changes
+// no row where the lane is gone or its head is another delivery (the
+// target's order changed).
 const advanceSetSQL = `UPDATE lanes AS l SET (head, held_since) = (SELECT w.id, $1::bigint FROM deliveries w
 			WHERE w.target = $2 AND w.lane = $3 AND w.run_at = ` + parkedSQL + ` AND w.status IN ('pending', 'retrying', 'paused')
 			ORDER BY w.rank, w.id LIMIT 1),

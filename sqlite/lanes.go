@@ -126,10 +126,10 @@ const claimHeadSQL = `UPDATE deliveries SET status = 'running', attempts = attem
 	RETURNING id, event, target, attempts, lease_token, lane`
 
 // advanceFIFO records the outcome of j, the head of a fifo lane just
-// delivered (done) or dead, with the version and event the claim read
-// (Job.LaneRank, Job.LaneVersion), and makes the lane's new head, if
-// any, its next waiting delivery. ok is false if j was not its lane's
-// head, and then nothing changed.
+// delivered (done) or dead, with the version and event read with it when
+// it was claimed (Job.LaneRank, Job.LaneVersion), and makes the lane's
+// new head, if any, its next waiting delivery. ok is false if j was not
+// its lane's head, and then nothing changed.
 func (t *laneTx) advanceFIFO(j *queue.Job, done bool, now time.Time) (ok bool, err error) {
 	ranked := done && j.LaneRank != ""
 	r, err := t.exec(advanceFIFOSQL, j.Target, j.Lane, now.UnixMilli(), ranked, j.LaneRank, j.LaneVersion, done, j.Event, j.Delivery)
