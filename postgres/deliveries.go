@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"hookbox/order"
 	"hookbox/queue"
@@ -39,6 +40,11 @@ const (
 		RETURNING d.id, d.event, d.target, d.attempts, d.lease_token, due.run_at, coalesce(d.lane, '')`
 	loadEventsSQL = `SELECT id, source, event_id, type, received_at, content_type, body, swept_at IS NOT NULL FROM events
 		WHERE id = ANY ($1::bigint[])`
+	// loadLaneEventsSQL is loadEventsSQL with the events' versions, for
+	// jobs of lanes (Job.LaneRank, Job.LaneVersion): a delivery's rank is
+	// its event's.
+	loadLaneEventsSQL = `SELECT id, source, event_id, type, received_at, content_type, body, swept_at IS NOT NULL,
+		coalesce(order_rank, ''), coalesce(order_version, '') FROM events WHERE id = ANY ($1::bigint[])`
 	renewSQL   = `UPDATE deliveries SET run_at = $1 WHERE id = $2 AND lease_token = $3 AND status = 'running'`
 	doneSQL    = `UPDATE deliveries SET status = 'done', done_at = $1, last_error = '' WHERE id = $2 AND lease_token = $3 AND status = 'running'`
 	releaseSQL = `UPDATE deliveries SET status = 'retrying', run_at = $1, attempts = greatest(attempts - 1, 0), last_error = $2
@@ -138,13 +144,18 @@ func loadEvents(ctx context.Context, tx pgx.Tx, jobs []*queue.Job) error {
 	}
 	byEvent := make(map[int64][]*queue.Job, len(jobs))
 	list := make([]int64, 0, len(jobs))
+	query, lanes := loadEventsSQL, false
 	for _, j := range jobs {
 		if _, ok := byEvent[j.Event]; !ok {
 			list = append(list, j.Event)
 		}
 		byEvent[j.Event] = append(byEvent[j.Event], j)
+		lanes = lanes || j.Lane != ""
 	}
-	rows, err := tx.Query(ctx, loadEventsSQL, list)
+	if lanes {
+		query = loadLaneEventsSQL
+	}
+	rows, err := tx.Query(ctx, query, list)
 	if err != nil {
 		return fmt.Errorf("load events: %w", err)
 	}
@@ -154,11 +165,18 @@ func loadEvents(ctx context.Context, tx pgx.Tx, jobs []*queue.Job) error {
 		var recv int64
 		var body []byte
 		var swept bool
-		if err := rows.Scan(&e.Event, &e.Source, &e.EventID, &e.Type, &recv, &e.ContentType, &body, &swept); err != nil {
+		dest := []any{&e.Event, &e.Source, &e.EventID, &e.Type, &recv, &e.ContentType, &body, &swept}
+		if lanes {
+			dest = append(dest, &e.LaneRank, &e.LaneVersion)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return fmt.Errorf("load events: %w", err)
 		}
 		for _, j := range byEvent[e.Event] {
 			j.Source, j.EventID, j.Type, j.ContentType = e.Source, e.EventID, e.Type, e.ContentType
+			if j.Lane != "" {
+				j.LaneRank, j.LaneVersion = e.LaneRank, e.LaneVersion
+			}
 			j.ReceivedAt = fromMS(recv)
 			j.Body, j.Swept = body, swept
 		}
@@ -342,12 +360,7 @@ func (db *DB) completeFn(j *queue.Job, f queue.Finish, now time.Time, stale *boo
 			fifo = ok && l.Mode == order.FIFO && (a.Outcome == "ok" || (!f.Release && f.Dead))
 			// The lane's lock first, as every transaction of a lane takes
 			// it before any of the lane's deliveries.
-			if fifo {
-				// Its lock alone: advanceFIFOSQL reads what it needs.
-				if _, err := tx.Exec(ctx, lockFIFOSQL, j.Target, j.Lane); err != nil {
-					return fmt.Errorf("lane %s/%s: %w", j.Target, j.Lane, err)
-				}
-			} else {
+			if !fifo {
 				lane = &laneTx{ctx: ctx, tx: tx}
 				var err error
 				if ls, err = lane.LockLane(j.Target, j.Lane); err != nil {
@@ -358,7 +371,16 @@ func (db *DB) completeFn(j *queue.Job, f queue.Finish, now time.Time, stale *boo
 				}
 			}
 		}
-		tag, err := tx.Exec(ctx, query, args...)
+		var tag pgconn.CommandTag
+		var err error
+		if fifo {
+			// Its lock alone (advanceFIFOSQL reads what it needs), sent
+			// with the delivery's own statement in one round trip: the
+			// server runs them in turn, the lock first.
+			tag, err = lockAndExec(ctx, tx, j, query, args)
+		} else {
+			tag, err = tx.Exec(ctx, query, args...)
+		}
 		if err != nil {
 			return err
 		}
@@ -411,6 +433,24 @@ func (db *DB) completeFn(j *queue.Job, f queue.Finish, now time.Time, stale *boo
 		}
 		return nil
 	}
+}
+
+// lockAndExec takes the lock of j's lane (lockFIFOSQL), then runs query,
+// both in one round trip.
+func lockAndExec(ctx context.Context, tx pgx.Tx, j *queue.Job, query string, args []any) (pgconn.CommandTag, error) {
+	b := &pgx.Batch{}
+	b.Queue(lockFIFOSQL, j.Target, j.Lane)
+	b.Queue(query, args...)
+	br := tx.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return pgconn.CommandTag{}, fmt.Errorf("lane %s/%s: %w", j.Target, j.Lane, err)
+	}
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag, err
 }
 
 // Deliveries returns the deliveries of the given events, keyed by event.

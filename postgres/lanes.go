@@ -88,23 +88,36 @@ const (
 	nextNewestSQL  = `SELECT id FROM deliveries WHERE ` + nextWhere + ` ORDER BY rank DESC, id DESC LIMIT 1`
 )
 
-// advanceFIFOSQL is AdvanceLane and PromoteLane of a fifo lane whose head
-// $5 was just delivered ($2 true) or died, in one statement, under the
-// lane's lock: it records the head's version as the last delivered, makes
-// the lane's first waiting delivery its head (still parked: the caller
-// claims or unparks it) and returns it. It changes no row, and returns
-// none, where the lane is gone or its head is another delivery (the
+// advanceSetSQL is AdvanceLane and PromoteLane of a fifo lane (lanes AS
+// l) whose head $4 was just delivered or died, under the lane's lock: it
+// makes the lane's first waiting delivery its head, held since $1 (head
+// and held_since NULL where none waits), and records the version $6 and
+// $9 (if $5) and the event $8 (if $7) delivered last, as read with the
+// event when it was claimed (Job.LaneRank, Job.LaneVersion). It changes
+// no row where the lane is gone or its head is another delivery (the
 // target's order changed).
-const advanceFIFOSQL = `UPDATE lanes AS l SET head = x.next, blocked_since = NULL, held_since = CASE WHEN x.next IS NULL THEN NULL ELSE $1::bigint END,
-		last_rank = CASE WHEN $2 AND x.rank <> '' THEN x.rank ELSE l.last_rank END,
-		last_version = CASE WHEN $2 AND x.rank <> '' THEN x.version ELSE l.last_version END,
-		last_event = CASE WHEN $2 THEN x.event ELSE l.last_event END
-	FROM (SELECT d.event, d.rank, coalesce(e.order_version, '') AS version,
-			(SELECT w.id FROM deliveries w WHERE w.target = $3 AND w.lane = $4 AND w.run_at = ` + parkedSQL + `
-				AND w.status IN ('pending', 'retrying', 'paused') ORDER BY w.rank, w.id LIMIT 1) AS next
-		FROM deliveries d JOIN events e ON e.id = d.event WHERE d.id = $5) AS x
-	WHERE l.target = $3 AND l.key = $4 AND l.head = $5
-	RETURNING coalesce(l.head, 0)`
+const advanceSetSQL = `UPDATE lanes AS l SET (head, held_since) = (SELECT w.id, $1::bigint FROM deliveries w
+			WHERE w.target = $2 AND w.lane = $3 AND w.run_at = ` + parkedSQL + ` AND w.status IN ('pending', 'retrying', 'paused')
+			ORDER BY w.rank, w.id LIMIT 1),
+		blocked_since = NULL,
+		last_rank = CASE WHEN $5 THEN $6::text ELSE l.last_rank END,
+		last_version = CASE WHEN $5 THEN $9::text ELSE l.last_version END,
+		last_event = CASE WHEN $7 THEN $8::bigint ELSE l.last_event END
+	WHERE l.target = $2 AND l.key = $3 AND l.head = $4::bigint`
+
+// advanceFIFOSQL advances the lane (advanceSetSQL) and returns whether j
+// was its head and its new head, left parked (0 for none): the caller
+// claims it for itself or makes it due.
+const advanceFIFOSQL = `WITH adv AS (` + advanceSetSQL + ` RETURNING coalesce(l.head, 0) AS head)
+	SELECT head FROM adv`
+
+// promoteFIFOSQL advances the lane and makes its new head due at $1 in
+// the same statement, and returns whether j was its head (the count) and
+// whether one was made due.
+const promoteFIFOSQL = `WITH adv AS (` + advanceSetSQL + ` RETURNING l.head),
+	up AS (UPDATE deliveries SET run_at = $1 WHERE id = (SELECT head FROM adv) AND run_at = ` + parkedSQL + `
+		AND status IN ('pending', 'retrying', 'paused') RETURNING id)
+	SELECT (SELECT count(*) FROM adv), (SELECT count(*) FROM up)`
 
 // lockFIFOSQL takes a lane's lock, as LockLane does, where the lane is
 // not read (advanceFIFOSQL). A lane whose row is gone has no head to
@@ -118,31 +131,38 @@ const claimParkedSQL = `UPDATE deliveries SET status = 'running', attempts = att
 	RETURNING id, event, target, attempts, lease_token, coalesce(lane, '')`
 
 // advanceFIFOTx advances the fifo lane of j, delivered (done) or dead,
-// whose lock the caller holds: the lane logic's steps for these outcomes
-// in one statement. It claims the lane's next delivery for the caller
-// (lease) or makes it due, and reports whether it made one due.
+// whose lock the caller holds: the lane logic's steps for these outcomes.
+// It claims the lane's next delivery for the caller (lease) or makes it
+// due (in the same statement), and reports whether it made one due.
 func advanceFIFOTx(ctx context.Context, tx pgx.Tx, j *queue.Job, done bool, lease time.Duration, now time.Time) (promoted bool, err error) {
+	ranked := done && j.LaneRank != ""
+	args := []any{ms(now), j.Target, j.Lane, j.Delivery, ranked, j.LaneRank, done, j.Event, j.LaneVersion}
+	if lease <= 0 {
+		var heads, due int64
+		if err := tx.QueryRow(ctx, promoteFIFOSQL, args...).Scan(&heads, &due); err != nil {
+			return false, fmt.Errorf("advance lane %s/%s: %w", j.Target, j.Lane, err)
+		}
+		return due == 1, nil
+	}
 	var next int64
-	err = tx.QueryRow(ctx, advanceFIFOSQL, ms(now), done, j.Target, j.Lane, j.Delivery).Scan(&next)
+	err = tx.QueryRow(ctx, advanceFIFOSQL, args...).Scan(&next)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && next == 0) {
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("advance lane %s/%s: %w", j.Target, j.Lane, err)
 	}
-	if lease > 0 {
-		n := &queue.Job{}
-		err := tx.QueryRow(ctx, claimParkedSQL, ms(now.Add(lease)), next).Scan(&n.Delivery, &n.Event, &n.Target, &n.Attempt, &n.Token, &n.Lane)
-		if err == nil {
-			if err := loadEvents(ctx, tx, []*queue.Job{n}); err != nil {
-				return false, err
-			}
-			j.Next = n
-			return false, nil
+	n := &queue.Job{}
+	err = tx.QueryRow(ctx, claimParkedSQL, ms(now.Add(lease)), next).Scan(&n.Delivery, &n.Event, &n.Target, &n.Attempt, &n.Token, &n.Lane)
+	if err == nil {
+		if err := loadEvents(ctx, tx, []*queue.Job{n}); err != nil {
+			return false, err
 		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return false, fmt.Errorf("claim delivery %d: %w", next, err)
-		}
+		j.Next = n
+		return false, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return false, fmt.Errorf("claim delivery %d: %w", next, err)
 	}
 	if _, err := tx.Exec(ctx, unparkSQL, ms(now), next); err != nil {
 		return false, err

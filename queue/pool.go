@@ -526,8 +526,13 @@ func (p *Pool) run(j *Job) {
 		}
 		f.AlertDue = f.Dead && p.cfg.Alerting
 	}
-	if j.Lane != "" && p.cfg.Lease > 0 && !f.Release && !p.stopping.Load() {
-		// The completion may claim the lane's next job for this pool.
+	if j.Lane != "" && p.cfg.Lease > 0 && !f.Release && !p.stopping.Load() && len(p.jobs) == 0 {
+		// The completion may claim the lane's next job for this pool,
+		// when no claimed job waits for a worker: then a worker would
+		// otherwise wait for the next claim, as one busy lane's does.
+		// While jobs wait, the lane's next would wait behind them, and
+		// the next claim takes it with the others for less of the store's
+		// writer than a claim of its own (with its event) costs.
 		select {
 		case p.slots <- struct{}{}:
 			f.Lease = p.cfg.Lease

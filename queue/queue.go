@@ -105,6 +105,12 @@ type Job struct {
 	limit *limiter // the limiter whose slot the job holds, if it holds one
 	// Lane is the order key of a delivery at an ordered target ("" none).
 	Lane string
+	// LaneRank and LaneVersion are, for a job of a lane, its event's
+	// comparable version and the version as found ("" missing), read with
+	// the event when the job is claimed, for its completion to record in
+	// the lane without reading the event again (an engine may leave them
+	// to its own reads).
+	LaneRank, LaneVersion string
 	// Promoted is set by the completion that made the next delivery of
 	// the job's lane due: the pool claims again at once.
 	Promoted bool

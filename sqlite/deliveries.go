@@ -39,6 +39,11 @@ const (
 		RETURNING id, event, target, attempts, lease_token, lane`
 	loadEventsSQL = `SELECT id, source, event_id, type, received_at, content_type, body, swept_at IS NOT NULL FROM events
 		WHERE id IN (SELECT value FROM json_each(?))`
+	// loadLaneEventsSQL is loadEventsSQL with the events' versions, for
+	// jobs of lanes (Job.LaneRank, Job.LaneVersion): a delivery's rank is
+	// its event's.
+	loadLaneEventsSQL = `SELECT id, source, event_id, type, received_at, content_type, body, swept_at IS NOT NULL,
+		coalesce(order_rank, ''), coalesce(order_version, '') FROM events WHERE id IN (SELECT value FROM json_each(?))`
 	renewSQL   = `UPDATE deliveries SET run_at = ? WHERE id = ? AND lease_token = ? AND status = 'running'`
 	doneSQL    = `UPDATE deliveries SET status = 'done', done_at = ?, last_error = '' WHERE id = ? AND lease_token = ? AND status = 'running'`
 	releaseSQL = `UPDATE deliveries SET status = 'retrying', run_at = ?, attempts = max(attempts - 1, 0), last_error = ?
@@ -162,14 +167,19 @@ func (db *DB) loadEvents(ctx context.Context, tx *sql.Tx, jobs []*queue.Job) err
 	}
 	byEvent := make(map[int64][]*queue.Job, len(jobs))
 	ids := make([]int64, 0, len(jobs))
+	query, lanes := loadEventsSQL, false
 	for _, j := range jobs {
 		if _, ok := byEvent[j.Event]; !ok {
 			ids = append(ids, j.Event)
 		}
 		byEvent[j.Event] = append(byEvent[j.Event], j)
+		lanes = lanes || j.Lane != ""
+	}
+	if lanes {
+		query = loadLaneEventsSQL
 	}
 	list := idList(ids)
-	load, err := db.w.stmt(ctx, tx, loadEventsSQL)
+	load, err := db.w.stmt(ctx, tx, query)
 	if err != nil {
 		return err
 	}
@@ -183,11 +193,18 @@ func (db *DB) loadEvents(ctx context.Context, tx *sql.Tx, jobs []*queue.Job) err
 		var recv int64
 		var body []byte
 		var swept bool
-		if err := rows.Scan(&e.Event, &e.Source, &e.EventID, &e.Type, &recv, &e.ContentType, &body, &swept); err != nil {
+		dest := []any{&e.Event, &e.Source, &e.EventID, &e.Type, &recv, &e.ContentType, &body, &swept}
+		if lanes {
+			dest = append(dest, &e.LaneRank, &e.LaneVersion)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return fmt.Errorf("load events: %w", err)
 		}
 		for _, j := range byEvent[e.Event] {
 			j.Source, j.EventID, j.Type, j.ContentType = e.Source, e.EventID, e.Type, e.ContentType
+			if j.Lane != "" {
+				j.LaneRank, j.LaneVersion = e.LaneRank, e.LaneVersion
+			}
 			j.ReceivedAt = time.UnixMilli(recv).UTC()
 			// Not body == nil: an empty body reads back as nil too.
 			j.Body, j.Swept = body, swept
@@ -527,23 +544,18 @@ func (db *DB) completeFn(ctx context.Context, j *queue.Job, f queue.Finish, now 
 // makes it due.
 func (db *DB) advanceFIFOTx(ctx context.Context, tx *sql.Tx, j *queue.Job, f queue.Finish, done bool, now time.Time) error {
 	lt := db.laneTx(ctx, tx)
-	next, ok, err := lt.advanceFIFO(j, done, now)
-	if err != nil || !ok || next == 0 {
+	ok, err := lt.advanceFIFO(j, done, now)
+	if err != nil || !ok {
 		return err
 	}
 	if f.Lease > 0 {
 		// Claimed for the caller straight from where it waited.
-		if j.Next, err = db.claimOneTx(ctx, tx, next, f.Lease, now); err != nil {
+		if j.Next, err = lt.claimHead(j, f.Lease, now); err != nil || j.Next != nil {
 			return err
 		}
 	}
-	if j.Next == nil {
-		if _, err := lt.exec(unparkSQL, now.UnixMilli(), next); err != nil {
-			return err
-		}
-		j.Promoted = true
-	}
-	return nil
+	j.Promoted, err = lt.unparkHead(j, now)
+	return err
 }
 
 // Deliveries returns the deliveries of the given events, keyed by event.

@@ -89,39 +89,92 @@ const (
 		FROM deliveries d JOIN events e ON e.id = d.event JOIN lanes l ON l.target = d.target AND l.key = d.lane WHERE d.id = ?`
 )
 
-// advanceFIFOSQL is AdvanceLane and PromoteLane of a fifo lane whose head
-// (the fourth value) was just delivered (the second value 1) or died (0),
-// in one statement: it records the head's version as the last delivered,
-// makes the lane's first waiting delivery its head (still parked: the
-// caller claims or unparks it) and returns it, found through
-// deliveries_lane. It changes no row, and returns none, where the lane is
-// gone or its head is another delivery (the target's order changed).
-const advanceFIFOSQL = `UPDATE lanes SET head = x.next, blocked_since = NULL, held_since = CASE WHEN x.next IS NULL THEN NULL ELSE ? END,
-		last_rank = CASE WHEN x.done AND x.rank != '' THEN x.rank ELSE last_rank END,
-		last_version = CASE WHEN x.done AND x.rank != '' THEN x.version ELSE last_version END,
-		last_event = CASE WHEN x.done THEN x.event ELSE last_event END
-	FROM (SELECT ? AS done, d.event AS event, d.rank AS rank, coalesce(e.order_version, '') AS version,
-			(SELECT w.id FROM deliveries w INDEXED BY deliveries_lane WHERE w.target = ? AND w.lane = ? AND w.run_at = ` + parkedSQL + `
-				AND (w.status = 'pending' OR w.status = 'retrying' OR w.status = 'paused') ORDER BY w.rank, w.id LIMIT 1) AS next
-		FROM deliveries d JOIN events e ON e.id = d.event WHERE d.id = ?) AS x
-	WHERE lanes.target = ? AND lanes.key = ? AND lanes.head = ?
-	RETURNING coalesce(head, 0)`
+// A fifo head delivered or dead, the usual end of a lane's delivery,
+// advances its lane (AdvanceLane and PromoteLane for these outcomes) in
+// two statements, as statements rather than the rows they write are
+// most of what the store's one writer spends on them: the first makes the
+// lane's first waiting delivery its head where the delivery finished is
+// the head, and records the version and event delivered last; the second
+// makes the new head due (unparkHeadSQL) or claims it for the caller
+// (claimHeadSQL).
+
+// advanceFIFOSQL makes the first waiting delivery of lane (?1, ?2),
+// found through deliveries_lane, the head of the lane whose head was ?9,
+// held since ?3 (head and held_since NULL where none waits), and records
+// the version ?5 (if ?4) and the event ?8 (if ?7) delivered last. It
+// changes no row where the lane is gone or its head is another delivery
+// (the target's order changed).
+const advanceFIFOSQL = `UPDATE lanes SET (head, held_since) = (SELECT w.id, ?3 FROM deliveries w INDEXED BY deliveries_lane
+			WHERE w.target = ?1 AND w.lane = ?2 AND w.run_at = ` + parkedSQL + `
+			AND (w.status = 'pending' OR w.status = 'retrying' OR w.status = 'paused') ORDER BY w.rank, w.id LIMIT 1),
+		blocked_since = NULL,
+		last_rank = CASE WHEN ?4 THEN ?5 ELSE last_rank END,
+		last_version = CASE WHEN ?4 THEN ?6 ELSE last_version END,
+		last_event = CASE WHEN ?7 THEN ?8 ELSE last_event END
+	WHERE target = ?1 AND key = ?2 AND head = ?9`
+
+// laneHeadSQL is the head of lane (?1, ?2) while it is parked (the
+// advance left it so), by the lanes row's key.
+const laneHeadSQL = `id = (SELECT head FROM lanes WHERE target = ?1 AND key = ?2) AND run_at = ` + parkedSQL
+
+// unparkHeadSQL makes it due at ?3 (a paused one stays paused).
+const unparkHeadSQL = `UPDATE deliveries SET run_at = ?3 WHERE ` + laneHeadSQL + ` AND (status = 'pending' OR status = 'retrying' OR status = 'paused')`
+
+// claimHeadSQL claims it, as claimOneSQL does, under a lease to ?3.
+const claimHeadSQL = `UPDATE deliveries SET status = 'running', attempts = attempts + 1, run_at = ?3, lease_token = abs(random())
+	WHERE ` + laneHeadSQL + ` AND (status = 'pending' OR status = 'retrying')
+	RETURNING id, event, target, attempts, lease_token, lane`
 
 // advanceFIFO records the outcome of j, the head of a fifo lane just
-// delivered (done) or dead, and returns the lane's new head, left parked,
-// or 0: AdvanceLane's steps for these outcomes, in one statement. ok is
-// false if j was not its lane's head, and then nothing changed.
-func (t *laneTx) advanceFIFO(j *queue.Job, done bool, now time.Time) (next int64, ok bool, err error) {
-	row, err := t.queryRow(advanceFIFOSQL, now.UnixMilli(), done, j.Target, j.Lane, j.Delivery, j.Target, j.Lane, j.Delivery)
+// delivered (done) or dead, with the version and event read with it when
+// it was claimed (Job.LaneRank, Job.LaneVersion), and makes the lane's
+// new head, if any, its next waiting delivery. ok is false if j was not
+// its lane's head, and then nothing changed.
+func (t *laneTx) advanceFIFO(j *queue.Job, done bool, now time.Time) (ok bool, err error) {
+	ranked := done && j.LaneRank != ""
+	r, err := t.exec(advanceFIFOSQL, j.Target, j.Lane, now.UnixMilli(), ranked, j.LaneRank, j.LaneVersion, done, j.Event, j.Delivery)
 	if err != nil {
-		return 0, false, err
+		return false, fmt.Errorf("advance lane %s/%s: %w", j.Target, j.Lane, err)
 	}
-	if err := row.Scan(&next); errors.Is(err, sql.ErrNoRows) {
-		return 0, false, nil
-	} else if err != nil {
-		return 0, false, fmt.Errorf("advance lane %s/%s: %w", j.Target, j.Lane, err)
+	n, err := r.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("advance lane %s/%s: %w", j.Target, j.Lane, err)
 	}
-	return next, true, nil
+	return n == 1, nil
+}
+
+// claimHead claims the parked head of j's lane for lease, with its event,
+// or returns nil if there is none, or it is paused.
+func (t *laneTx) claimHead(j *queue.Job, lease time.Duration, now time.Time) (*queue.Job, error) {
+	row, err := t.queryRow(claimHeadSQL, j.Target, j.Lane, now.Add(lease).UnixMilli())
+	if err != nil {
+		return nil, err
+	}
+	n := &queue.Job{}
+	var lane sql.NullString
+	err = row.Scan(&n.Delivery, &n.Event, &n.Target, &n.Attempt, &n.Token, &lane)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim the head of lane %s/%s: %w", j.Target, j.Lane, err)
+	}
+	n.Lane = lane.String
+	if err := t.db.loadEvents(t.ctx, t.tx, []*queue.Job{n}); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// unparkHead makes the parked head of j's lane due now, and reports
+// whether there was one.
+func (t *laneTx) unparkHead(j *queue.Job, now time.Time) (bool, error) {
+	r, err := t.exec(unparkHeadSQL, j.Target, j.Lane, now.UnixMilli())
+	if err != nil {
+		return false, fmt.Errorf("promote in lane %s/%s: %w", j.Target, j.Lane, err)
+	}
+	n, err := r.RowsAffected()
+	return n == 1, err
 }
 
 // laneTx is queue.LaneTx on one of the writer's transactions.

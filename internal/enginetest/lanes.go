@@ -583,6 +583,9 @@ func testLaneHandOff(t *testing.T, e Engine) {
 	if d := deliveryTo(t, e, b, "t"); d.Status != queue.Running {
 		t.Fatalf("handed-over delivery is %s, want running", d.Status)
 	}
+	if l := oneLane(t, e, "t"); l.HeadEvent != b || l.LastVersion != "1" {
+		t.Fatalf("lane %+v after the hand-over, want head event %d, last version 1", l, b)
+	}
 	f = finishOK(next, t0)
 	f.Lease = time.Minute
 	complete(t, e, next, f, t0)
@@ -590,6 +593,38 @@ func testLaneHandOff(t *testing.T, e Engine) {
 		t.Fatal("the lane's last completion handed something over")
 	}
 	wantStatus(t, e, b, "t", queue.Done, "")
+	// The handed-over delivery's version is recorded as delivered.
+	if l := oneLane(t, e, "t"); l.Head != 0 || l.LastVersion != "2" || l.LastEvent != b {
+		t.Fatalf("drained lane %+v, want no head, last version 2 of event %d", l, b)
+	}
+
+	// Paused meanwhile, the next one is not handed over: it waits, paused,
+	// as the lane's head, and runs after the resume.
+	ctx := context.Background()
+	ingestLane(t, e, "c", "k", "3", t0, "t")
+	d := ingestLane(t, e, "d", "k", "4", t0, "t")
+	j = claimOne(t, e, t0)
+	if _, err := e.Pause(ctx, "t", t0); err != nil {
+		t.Fatal(err)
+	}
+	f = finishOK(j, t0)
+	f.Lease = time.Minute
+	complete(t, e, j, f, t0)
+	if j.Next != nil {
+		t.Fatalf("handed over event %d of a paused target", j.Next.Event)
+	}
+	if l := oneLane(t, e, "t"); l.HeadEvent != d || l.LastVersion != "3" {
+		t.Fatalf("lane %+v under the pause, want head event %d, last version 3", l, d)
+	}
+	if jobs := claim(t, e, 10, t0.Add(time.Hour)); len(jobs) != 0 {
+		t.Fatalf("claimed %d under the pause, want none", len(jobs))
+	}
+	if _, err := e.Resume(ctx, "t", t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if jobs := claim(t, e, 10, t0.Add(time.Hour)); len(jobs) != 1 || jobs[0].Event != d {
+		t.Fatalf("claimed %d after the resume, want event %d alone", len(jobs), d)
+	}
 }
 
 // A pause that lands while a lane's head runs holds the rest of the lane,
