@@ -163,6 +163,10 @@ func (db *DB) firstAttemptEnding(ctx context.Context, at time.Time) (int64, erro
 	for l < h {
 		mid := l + (h-l)/2
 		id, end, err := probe(mid)
+		if errors.Is(err, sql.ErrNoRows) {
+			h = mid // the sweep deleted them meanwhile: none from mid on
+			continue
+		}
 		if err != nil {
 			return 0, err
 		}
