@@ -213,4 +213,30 @@ func TestServe_ConflictDiff(t *testing.T) {
 	if strings.Contains(page, "<script>alert(1)") {
 		t.Errorf("the conflicting body's markup reached the page unescaped")
 	}
+
+	// A third body: one copy is diffed on a view, the newest, and the
+	// other is offered a link (a diff of long bodies costs; five a view
+	// would cost five times that).
+	third := "{\"action\":\"closed\",\"n\":1}"
+	postGitHubSigned(t, addr, "d-conflict", "gh-old-secret", third)
+	section := func(query string) string {
+		t.Helper()
+		code, page := httpDo(t, http.MethodGet, fmt.Sprintf("http://%s/events/%d%s", admin, n, query), nil, "")
+		i := strings.Index(page, `<section id="conflicts">`)
+		if code != http.StatusOK || i < 0 {
+			t.Fatalf("GET /events/%d%s: %d\n%s", n, query, code, page)
+		}
+		sec := page[i:]
+		return sec[:strings.Index(sec, "</section>")]
+	}
+	sec = section("")
+	if strings.Count(sec, `class="diff conflict-diff"`) != 1 || !strings.Contains(sec, esc(`+   "action": "closed",`)) ||
+		!strings.Contains(sec, fmt.Sprintf(`href="/events/%d?conflict=0#conflict-0"`, n)) {
+		t.Errorf("with two copies the section should diff the newest and link the other:\n%s", sec)
+	}
+	sec = section("?conflict=0")
+	if strings.Count(sec, `class="diff conflict-diff"`) != 1 || !strings.Contains(sec, esc(`+   "action": "<script>alert(1)</script>",`)) ||
+		!strings.Contains(sec, fmt.Sprintf(`href="/events/%d?conflict=1#conflict-1"`, n)) {
+		t.Errorf("?conflict=0 should diff the older copy and link the newest:\n%s", sec)
+	}
 }

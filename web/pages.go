@@ -170,6 +170,8 @@ type detailData struct {
 type conflictData struct {
 	view.Conflict
 	Body    Body
+	Index   int  // its place among the copies, oldest first
+	Diffed  bool // the one copy diffed on this view
 	Diff    []DiffLine
 	DiffErr string
 }
@@ -204,10 +206,20 @@ func (h *Handler) detailPage(w http.ResponseWriter, r *http.Request) {
 	for _, dl := range d.Deliveries {
 		data.HasDead = data.HasDead || dl.Status == "dead"
 	}
-	for _, c := range d.ConflictCopies {
-		cd := conflictData{Conflict: c, Body: NewBody(c.Body, false)}
-		if cd.Diff, err = Diff(data.Body, cd.Body); err != nil {
-			cd.DiffErr = err.Error()
+	// One copy is diffed against the kept body, the newest unless
+	// ?conflict=N picks another: a diff of long bodies is costly, and five
+	// of them a view would be five times that for whoever can post copies.
+	pick := len(d.ConflictCopies) - 1
+	if n, err := strconv.Atoi(r.URL.Query().Get("conflict")); err == nil && n >= 0 && n < len(d.ConflictCopies) {
+		pick = n
+	}
+	for i, c := range d.ConflictCopies {
+		cd := conflictData{Conflict: c, Body: NewBody(c.Body, false), Index: i}
+		if i == pick {
+			cd.Diffed = true
+			if cd.Diff, err = Diff(data.Body, cd.Body); err != nil {
+				cd.DiffErr = err.Error()
+			}
 		}
 		data.Copies = append(data.Copies, cd)
 	}
