@@ -26,6 +26,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
+	"hookbox/order"
 	"hookbox/replica"
 )
 
@@ -75,7 +76,7 @@ type DB struct {
 	channel  string        // the notification channel of this schema
 	kick     chan struct{} // Wake's requests to the notifier
 	notified chan struct{} // closed once the notifier has ended
-	order    orderConfig   // lanes.go
+	order    order.Targets // SetOrder
 }
 
 // Open connects to the database at url (postgres://…), checks the

@@ -356,7 +356,7 @@ func (db *DB) completeFn(j *queue.Job, f queue.Finish, now time.Time, stale *boo
 		// after the delivery's own, with no read of it before.
 		var fifo bool
 		if j.Lane != "" {
-			l, ok := db.order.lane(j.Target)
+			l, ok := db.order.Lane(j.Target)
 			fifo = ok && l.Mode == order.FIFO && (a.Outcome == "ok" || (!f.Release && f.Dead))
 			// The lane's lock first, as every transaction of a lane takes
 			// it before any of the lane's deliveries.
@@ -391,8 +391,8 @@ func (db *DB) completeFn(j *queue.Job, f queue.Finish, now time.Time, stale *boo
 			}
 		}
 		if lane != nil && n == 1 {
-			if l, ok := db.order.lane(j.Target); ok {
-				next, err := queue.AdvanceLane(lane, l, j.Target, j.Lane, ls, li, laneOutcome(f), f.Next, now)
+			if l, ok := db.order.Lane(j.Target); ok {
+				next, err := queue.AdvanceLane(lane, l, j.Target, j.Lane, ls, li, f.LaneOutcome(), f.Next, now)
 				if err != nil {
 					return err
 				}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -32,30 +31,10 @@ const (
 	parkedSQL = `4611686018427387904`
 )
 
-// orderConfig is the order of each ordered target, as SetOrder was told.
-type orderConfig struct {
-	p atomic.Pointer[map[string]order.Lane]
-}
-
-func (o *orderConfig) lane(target string) (order.Lane, bool) {
-	m := o.p.Load()
-	if m == nil {
-		return order.Lane{}, false
-	}
-	l, ok := (*m)[target]
-	return l, ok
-}
-
 // SetOrder tells the store how each ordered target orders its deliveries
 // (the others, absent, are not ordered): a delivery to one of them is
 // queued in its event's lane. Call it before the store takes events.
-func (db *DB) SetOrder(lanes map[string]order.Lane) {
-	m := make(map[string]order.Lane, len(lanes))
-	for k, v := range lanes {
-		m[k] = v
-	}
-	db.order.p.Store(&m)
-}
+func (db *DB) SetOrder(lanes map[string]order.Lane) { db.order.Set(lanes) }
 
 const (
 	enqueueLaneSQL = `INSERT INTO deliveries (event, target, status, run_at, created_at, lane, rank) VALUES ($1, $2, 'pending', $3, $4, $5, $6) RETURNING id`
@@ -265,12 +244,12 @@ func (t *laneTx) Next(target, key string, forced, newest bool) (queue.LaneItem, 
 // transaction that holds several lanes takes them, so that two never wait
 // for each other.
 func (db *DB) enqueueLanesTx(ctx context.Context, tx pgx.Tx, event int64, key, rank string, targets []string, now time.Time) ([]string, error) {
-	if key == "" || db.order.p.Load() == nil {
+	if key == "" || !db.order.Any() {
 		return targets, nil
 	}
 	var rest, ordered []string
 	for _, t := range targets {
-		if _, ok := db.order.lane(t); ok {
+		if _, ok := db.order.Lane(t); ok {
 			ordered = append(ordered, t)
 		} else {
 			rest = append(rest, t)
@@ -279,7 +258,7 @@ func (db *DB) enqueueLanesTx(ctx context.Context, tx pgx.Tx, event int64, key, r
 	slices.Sort(ordered)
 	lt := &laneTx{ctx: ctx, tx: tx}
 	for _, t := range ordered {
-		l, _ := db.order.lane(t)
+		l, _ := db.order.Lane(t)
 		// A new row, which no other transaction can hold, then the lane's
 		// lock, before any other delivery of the lane.
 		var id int64
@@ -338,7 +317,7 @@ func (db *DB) enterLanesTx(ctx context.Context, tx pgx.Tx, where string, args []
 	}
 	lt := &laneTx{ctx: ctx, tx: tx}
 	for _, e := range list {
-		l, ok := db.order.lane(e.target)
+		l, ok := db.order.Lane(e.target)
 		if !ok {
 			continue
 		}
@@ -355,30 +334,12 @@ func (db *DB) enterLanesTx(ctx context.Context, tx pgx.Tx, where string, args []
 	return nil
 }
 
-// laneOutcome is what a finish does to its delivery's lane.
-func laneOutcome(f queue.Finish) queue.LaneOutcome {
-	switch {
-	case f.Attempt.Outcome == "ok":
-		return queue.LaneDone
-	case f.Release:
-		return queue.LaneReleased
-	case f.Dead:
-		return queue.LaneDead
-	}
-	return queue.LaneRetrying
-}
-
 // ReleaseLanes makes due the deliveries waiting in the lanes of targets
 // that are not ordered now (SetOrder: a target whose order was set to
 // none, or that the config no longer names), which would otherwise wait
 // for good, and empties those lanes. It returns how many it released.
 func (db *DB) ReleaseLanes(ctx context.Context, now time.Time) (int64, error) {
-	ordered := []string{}
-	if m := db.order.p.Load(); m != nil {
-		for t := range *m {
-			ordered = append(ordered, t)
-		}
-	}
+	ordered := db.order.Names()
 	var n int64
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT 1 FROM lanes WHERE head IS NOT NULL AND target <> ALL ($1::text[]) ORDER BY target, key FOR UPDATE`, ordered); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
 	"hookbox/dedupe"
 	"hookbox/order"
 	"hookbox/postgres"

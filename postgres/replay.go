@@ -156,7 +156,7 @@ func (db *DB) Backfill(ctx context.Context, sel queue.BackfillSelector, now time
 		chunk := list[start:min(start+replayBatch, len(list))]
 		var n int64
 		err := db.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
-			if _, ordered := db.order.lane(sel.Target); ordered {
+			if _, ordered := db.order.Lane(sel.Target); ordered {
 				// Each in its event's lane, as if it had come now.
 				if _, err := tx.Exec(ctx, `SELECT 1 FROM lanes WHERE target = $1 AND key IN (SELECT order_key FROM events WHERE id = ANY ($2::bigint[]))
 					ORDER BY key FOR UPDATE`, sel.Target, chunk); err != nil {

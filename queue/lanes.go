@@ -325,3 +325,16 @@ type LaneStats struct {
 	// Skipped counts skipped deliveries by reason kind (stale, superseded).
 	Skipped map[string]int64
 }
+
+// LaneOutcome is what f does to its delivery's lane.
+func (f Finish) LaneOutcome() LaneOutcome {
+	switch {
+	case f.Attempt.Outcome == "ok":
+		return LaneDone
+	case f.Release:
+		return LaneReleased
+	case f.Dead:
+		return LaneDead
+	}
+	return LaneRetrying
+}

@@ -17,6 +17,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"hookbox/order"
 	"io/fs"
 	"net/url"
 	"os"
@@ -64,8 +65,8 @@ type DB struct {
 	w      *writer
 	reader *sql.DB
 	log    zerolog.Logger
-	order  orderConfig // lanes.go
-	done   lastDone    // health.go
+	order  order.Targets // SetOrder
+	done   lastDone      // health.go
 }
 
 // DefaultJournalSizeLimit is the WAL size a store keeps after a checkpoint

@@ -450,7 +450,7 @@ func (db *DB) completeFn(ctx context.Context, j *queue.Job, f queue.Finish, now 
 		// the delivery's own, with no read of the lane before.
 		var fifo bool
 		if j.Lane != "" {
-			l, ok := db.order.lane(j.Target)
+			l, ok := db.order.Lane(j.Target)
 			fifo = ok && l.Mode == order.FIFO && (a.Outcome == "ok" || (!f.Release && f.Dead))
 		}
 		if j.Lane != "" && !fifo {
@@ -483,8 +483,8 @@ func (db *DB) completeFn(ctx context.Context, j *queue.Job, f queue.Finish, now 
 			}
 		}
 		if lane != nil && n == 1 {
-			if l, ok := db.order.lane(j.Target); ok {
-				next, err := queue.AdvanceLane(lane, l, j.Target, j.Lane, ls, li, laneOutcome(f), f.Next, now)
+			if l, ok := db.order.Lane(j.Target); ok {
+				next, err := queue.AdvanceLane(lane, l, j.Target, j.Lane, ls, li, f.LaneOutcome(), f.Next, now)
 				if err != nil {
 					return err
 				}

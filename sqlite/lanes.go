@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"hookbox/order"
@@ -27,30 +26,10 @@ const parked = int64(1) << 62
 
 const parkedSQL = `4611686018427387904`
 
-// orderConfig is the order of each ordered target, as SetOrder was told.
-type orderConfig struct {
-	p atomic.Pointer[map[string]order.Lane]
-}
-
-func (o *orderConfig) lane(target string) (order.Lane, bool) {
-	m := o.p.Load()
-	if m == nil {
-		return order.Lane{}, false
-	}
-	l, ok := (*m)[target]
-	return l, ok
-}
-
 // SetOrder tells the store how each ordered target orders its deliveries
 // (the others, absent, are not ordered): a delivery to one of them is
 // queued in its event's lane. Call it before the store takes events.
-func (db *DB) SetOrder(lanes map[string]order.Lane) {
-	m := make(map[string]order.Lane, len(lanes))
-	for k, v := range lanes {
-		m[k] = v
-	}
-	db.order.p.Store(&m)
-}
+func (db *DB) SetOrder(lanes map[string]order.Lane) { db.order.Set(lanes) }
 
 const (
 	enqueueLaneSQL = `INSERT INTO deliveries (event, target, status, run_at, created_at, lane, rank) VALUES (?, ?, 'pending', ?, ?, ?, ?)`
@@ -367,13 +346,13 @@ func (t *laneTx) completing(j *queue.Job) (s queue.LaneState, it queue.LaneItem,
 // its lane (the event has a key), and returns the targets left: those
 // queued as usual.
 func (db *DB) enqueueLanesTx(ctx context.Context, tx *sql.Tx, event int64, key, rank string, targets []string, now time.Time) ([]string, error) {
-	if key == "" || db.order.p.Load() == nil {
+	if key == "" || !db.order.Any() {
 		return targets, nil
 	}
 	var rest []string
 	var lt *laneTx
 	for _, t := range targets {
-		l, ok := db.order.lane(t)
+		l, ok := db.order.Lane(t)
 		if !ok {
 			rest = append(rest, t)
 			continue
@@ -436,7 +415,7 @@ func (db *DB) enterLanesTx(ctx context.Context, tx *sql.Tx, where string, args [
 	}
 	lt := db.laneTx(ctx, tx)
 	for _, e := range list {
-		l, ok := db.order.lane(e.target)
+		l, ok := db.order.Lane(e.target)
 		if !ok {
 			continue
 		}
@@ -450,30 +429,12 @@ func (db *DB) enterLanesTx(ctx context.Context, tx *sql.Tx, where string, args [
 	return nil
 }
 
-// laneOutcome is what a finish does to its delivery's lane.
-func laneOutcome(f queue.Finish) queue.LaneOutcome {
-	switch {
-	case f.Attempt.Outcome == "ok":
-		return queue.LaneDone
-	case f.Release:
-		return queue.LaneReleased
-	case f.Dead:
-		return queue.LaneDead
-	}
-	return queue.LaneRetrying
-}
-
 // ReleaseLanes makes due the deliveries waiting in the lanes of targets
 // that are not ordered now (SetOrder: a target whose order was set to
 // none, or that the config no longer names), which would otherwise wait
 // for good, and empties those lanes. It returns how many it released.
 func (db *DB) ReleaseLanes(ctx context.Context, now time.Time) (int64, error) {
-	var ordered []string
-	if m := db.order.p.Load(); m != nil {
-		for t := range *m {
-			ordered = append(ordered, t)
-		}
-	}
+	ordered := db.order.Names()
 	list := `(SELECT value FROM json_each(?))`
 	names, err := json.Marshal(ordered)
 	if err != nil {

@@ -167,7 +167,7 @@ func (db *DB) Backfill(ctx context.Context, sel queue.BackfillSelector, now time
 		var n int64
 		err := db.w.write(ctx, func(tx *sql.Tx) error {
 			ctx := context.WithoutCancel(ctx) // see writer.write
-			if _, ordered := db.order.lane(sel.Target); ordered {
+			if _, ordered := db.order.Lane(sel.Target); ordered {
 				// Each in its event's lane, as if it had come now.
 				res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO deliveries (event, target, status, run_at, created_at, lane, rank)
 					SELECT e.id, ?, 'pending', CASE WHEN e.order_key IS NULL THEN ? ELSE `+parkedSQL+` END, ?, e.order_key, coalesce(e.order_rank, '')
