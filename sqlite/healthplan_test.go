@@ -23,11 +23,7 @@ import (
 // index or rowid and never scan either table whole: on a store of
 // millions they stay a read of the queue or of a window.
 func TestQueueReadsScanNoTable(t *testing.T) {
-	db, err := Open(filepath.Join(t.TempDir(), "hookbox.db"), Options{Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := mustOpen(t)
 	for name, q := range map[string]string{
 		"done count":      `SELECT count(*) ` + doneFrom,
 		"done percentile": `SELECT ` + attemptEnd + ` - e.received_at AS l ` + strings.Replace(doneFrom, `WHERE`, `CROSS JOIN events e ON e.id = d.event WHERE`, 1) + ` ORDER BY l LIMIT 1 OFFSET ?`,
@@ -55,11 +51,7 @@ func TestQueueReadsScanNoTable(t *testing.T) {
 // start anywhere, with attempts appended a few seconds out of the order
 // they ended in and with gaps where the retention sweep deleted some.
 func TestDoneLatencyFromAttempts(t *testing.T) {
-	db, err := Open(filepath.Join(t.TempDir(), "hookbox.db"), Options{Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := mustOpen(t)
 	ctx := context.Background()
 	t0 := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
 	rng := rand.New(rand.NewPCG(1, 2))
