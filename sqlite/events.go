@@ -20,10 +20,20 @@ const (
 	// No RETURNING: SQLite buffers returned rows in a temporary b-tree that
 	// it builds for every execution, a third of the insert's time.
 	// The row count says whether the row went in, the last rowid which.
-	insertEvent = `INSERT INTO events (source, event_id, type, received_at, content_type, headers, body, body_size, order_key, order_version, order_rank,
+	// insertEvent stores an event without an order key or a secret that
+	// verified it; the three forms below add those columns only where
+	// the event has them: each value bound costs every ack.
+	insertEvent = `INSERT INTO events (source, event_id, type, received_at, content_type, headers, body, body_size)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source, event_id) DO NOTHING`
+	insertEventSigned = `INSERT INTO events (source, event_id, type, received_at, content_type, headers, body, body_size,
 		secret_index, secret_count)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (source, event_id) DO NOTHING`
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source, event_id) DO NOTHING`
+	insertEventKeyed = `INSERT INTO events (source, event_id, type, received_at, content_type, headers, body, body_size,
+		order_key, order_version, order_rank)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source, event_id) DO NOTHING`
+	insertEventKeyedSigned = `INSERT INTO events (source, event_id, type, received_at, content_type, headers, body, body_size,
+		order_key, order_version, order_rank, secret_index, secret_count)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source, event_id) DO NOTHING`
 	recordRedelivery = `UPDATE events SET redeliveries = redeliveries + 1, last_seen_at = ?,
 		conflicts = conflicts + (body IS NOT NULL AND body != ?)
 		WHERE source = ? AND event_id = ?
@@ -91,12 +101,22 @@ func (db *DB) ingestTx(ctx context.Context, tx *sql.Tx, ev *dedupe.Event, header
 		body = []byte{} // NULL means swept; an empty body is still a body
 	}
 	now := ev.ReceivedAt.UnixMilli()
-	insert, err := db.w.stmt(ctx, tx, insertEvent)
+	query, args := insertEvent, []any{ev.Source, ev.EventID, ev.Type, now, ev.ContentType, headers, body, len(body)}
+	keyed, signed := ev.OrderKey != "", ev.SecretCount > 0
+	if keyed {
+		query, args = insertEventKeyed, append(args, ev.OrderKey, nullString(ev.OrderVersion), nullString(ev.OrderRank))
+	}
+	if signed {
+		query, args = insertEventSigned, append(args, ev.SecretIndex, ev.SecretCount)
+		if keyed {
+			query = insertEventKeyedSigned
+		}
+	}
+	insert, err := db.w.stmt(ctx, tx, query)
 	if err != nil {
 		return dedupe.Result{}, fmt.Errorf("insert event: %w", err)
 	}
-	r, err := insert.ExecContext(ctx, ev.Source, ev.EventID, ev.Type, now, ev.ContentType, headers, body, len(body),
-		nullString(ev.OrderKey), nullString(ev.OrderVersion), nullString(ev.OrderRank), ev.SecretIndex, ev.SecretCount)
+	r, err := insert.ExecContext(ctx, args...)
 	if err != nil {
 		return dedupe.Result{}, fmt.Errorf("insert event: %w", err)
 	}
